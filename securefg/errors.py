@@ -1,0 +1,74 @@
+"""One exception hierarchy for securefg.
+
+Shaped like Opacus' ``validators/errors.py``: a single root so callers can catch
+everything securefg raises, and narrow subclasses that say *what* went wrong and,
+where possible, what to do about it.
+"""
+
+from __future__ import annotations
+
+
+class SecureFGError(Exception):
+    """Root of every error raised by securefg."""
+
+
+# --- configuration and input -------------------------------------------------------------
+class ConfigError(SecureFGError, ValueError):
+    """A configuration file or option is invalid (unknown name, impossible combination)."""
+
+
+class DatasetNotFoundError(SecureFGError, FileNotFoundError):
+    """A dataset's raw files are missing and cannot be downloaded (offline)."""
+
+
+class InvalidInputError(SecureFGError, ValueError):
+    """A tensor or argument has the wrong shape, dtype, or contains NaN/Inf."""
+
+
+# --- wire and protocol -------------------------------------------------------------------
+class ProtocolError(SecureFGError):
+    """A cross-party message or protocol step failed; the round cannot continue as is."""
+
+
+class CodecError(ProtocolError, ValueError):
+    """A received payload is malformed (bad magic, dtype, shape, size, trailing bytes)."""
+
+
+class AuthenticationError(ProtocolError):
+    """An envelope failed authentication: tampered, wrong key, or wrong binding."""
+
+
+class ReplayError(AuthenticationError):
+    """An envelope was replayed or delivered out of order."""
+
+
+class UnboundTagError(ProtocolError, KeyError):
+    """A method emitted a message tag that the protocol stack does not bind."""
+
+    def __str__(self) -> str:  # KeyError quotes its message otherwise
+        return str(self.args[0]) if self.args else ""
+
+
+class MechanismError(ProtocolError):
+    """A protection mechanism could not complete (e.g. too few survivors)."""
+
+
+class TooFewSurvivorsError(MechanismError):
+    """Fewer clients than the threshold survived a secure-aggregation round."""
+
+
+class SecretKeyError(ProtocolError):
+    """A party tried to use a secret it does not hold (e.g. the server decrypting CKKS)."""
+
+
+class OverflowRiskError(MechanismError):
+    """A fixed-point encoding would overflow its ring for the given number of summands."""
+
+
+# --- run time ----------------------------------------------------------------------------
+class CheckpointError(SecureFGError):
+    """A checkpoint is missing, corrupt or does not match the run configuration."""
+
+
+class AttackBudgetExceeded(SecureFGError):
+    """An audit attack exceeded the budget allowed by the threat model."""

@@ -1,0 +1,203 @@
+"""Authenticated, encrypted point-to-point channels between parties.
+
+Every envelope on the wire is sealed with ChaCha20-Poly1305 under a key that only its sender
+and receiver share (X25519 + HKDF-SHA256, via ``cryptography``). The header (session, round,
+tag, stage, sender, receiver, form, sequence number) is bound as associated data, so a
+payload cannot be moved to another round, tag or receiver; a per-direction sequence number
+must increase by exactly one, so replays and reordering are rejected.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
+from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+from securefg.errors import AuthenticationError, CodecError, ReplayError
+from securefg.federation.envelope import Envelope, Form
+
+WIRE_MAGIC = b"SFGE"
+WIRE_VERSION = 1
+
+
+def length_prefixed(*fields: bytes) -> bytes:
+    """Concatenate fields, each prefixed by its u32 length, so the encoding is unambiguous."""
+    return b"".join(struct.pack("<I", len(f)) + f for f in fields)
+
+
+def split_length_prefixed(data: bytes, count: int) -> tuple[list[bytes], int]:
+    """Inverse of :func:`length_prefixed` for the first ``count`` fields; returns (fields, end)."""
+    out: list[bytes] = []
+    pos = 0
+    for _ in range(count):
+        if pos + 4 > len(data):
+            raise CodecError("envelope header truncated")
+        (n,) = struct.unpack_from("<I", data, pos)
+        pos += 4
+        if pos + n > len(data):
+            raise CodecError("envelope header field truncated")
+        out.append(data[pos : pos + n])
+        pos += n
+    return out, pos
+
+
+@dataclass(frozen=True)
+class WireHeader:
+    """The authenticated header of one sealed envelope copy."""
+
+    session: bytes
+    sender: str
+    receiver: str
+    round: int
+    tag: str
+    stage: str
+    form: Form
+    seq: int
+    is_error: bool
+
+    def encode(self) -> bytes:
+        return WIRE_MAGIC + length_prefixed(
+            struct.pack("<B", WIRE_VERSION),
+            self.session,
+            self.sender.encode(),
+            self.receiver.encode(),
+            struct.pack("<q", self.round),
+            self.tag.encode(),
+            self.stage.encode(),
+            self.form.value.encode(),
+            struct.pack("<QB", self.seq, int(self.is_error)),
+        )
+
+    @classmethod
+    def decode(cls, data: bytes) -> tuple[WireHeader, int]:
+        if data[:4] != WIRE_MAGIC:
+            raise CodecError("not a securefg wire envelope (bad magic)")
+        fields, end = split_length_prefixed(data[4:], 9)
+        try:
+            (version,) = struct.unpack("<B", fields[0])
+            if version != WIRE_VERSION:
+                raise CodecError(f"unsupported wire version {version}")
+            (rnd,) = struct.unpack("<q", fields[4])
+            seq, is_error = struct.unpack("<QB", fields[8])
+            header = cls(
+                session=fields[1],
+                sender=fields[2].decode(),
+                receiver=fields[3].decode(),
+                round=rnd,
+                tag=fields[5].decode(),
+                stage=fields[6].decode(),
+                form=Form(fields[7].decode()),
+                seq=seq,
+                is_error=bool(is_error),
+            )
+        except (struct.error, UnicodeDecodeError, ValueError) as exc:
+            raise CodecError(f"malformed envelope header: {exc}") from exc
+        return header, 4 + end
+
+
+class ChannelIdentity:
+    """A party's long-term channel key pair. The private key never leaves this object."""
+
+    def __init__(self, pid: str, private_key: X25519PrivateKey | None = None) -> None:
+        self.pid = pid
+        self._private = private_key or X25519PrivateKey.generate()
+        self.public_bytes = self._private.public_key().public_bytes_raw()
+
+    def directional_key(self, session: bytes, sender: str, receiver: str, peer_public: bytes) -> bytes:
+        """The 32-byte key for traffic ``sender -> receiver`` (one of them is this party)."""
+        if self.pid not in (sender, receiver):
+            raise AuthenticationError(f"{self.pid!r} is not an end of {sender!r}->{receiver!r}")
+        shared = self._private.exchange(X25519PublicKey.from_public_bytes(peer_public))
+        info = length_prefixed(b"securefg/channel/v1", session, sender.encode(), receiver.encode())
+        return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=info).derive(shared)
+
+
+class ChannelEndpoint:
+    """One party's end of all its channels: seals outgoing and opens incoming envelopes."""
+
+    def __init__(self, identity: ChannelIdentity, session: bytes, directory: dict[str, bytes]) -> None:
+        self.identity = identity
+        self.session = session
+        self._directory = directory  # public keys of every party (a trusted PKI stand-in)
+        self._keys: dict[tuple[str, str], ChaCha20Poly1305] = {}
+        self._send_seq: dict[str, int] = {}
+        self._recv_seq: dict[str, int] = {}
+
+    @property
+    def pid(self) -> str:
+        return self.identity.pid
+
+    def _aead(self, sender: str, receiver: str) -> ChaCha20Poly1305:
+        key = (sender, receiver)
+        if key not in self._keys:
+            peer = receiver if sender == self.pid else sender
+            if peer not in self._directory:
+                raise AuthenticationError(f"no public key registered for party {peer!r}")
+            raw = self.identity.directional_key(self.session, sender, receiver, self._directory[peer])
+            self._keys[key] = ChaCha20Poly1305(raw)
+        return self._keys[key]
+
+    def seal(self, env: Envelope, receiver: str) -> bytes:
+        """Seal the copy of ``env`` for ``receiver`` into wire bytes."""
+        if env.sender != self.pid:
+            raise AuthenticationError(f"{self.pid!r} cannot send as {env.sender!r}")
+        seq = self._send_seq.get(receiver, 0)
+        self._send_seq[receiver] = seq + 1
+        header = WireHeader(
+            session=self.session,
+            sender=env.sender,
+            receiver=receiver,
+            round=env.round,
+            tag=env.tag,
+            stage=env.stage,
+            form=env.form,
+            seq=seq,
+            is_error=env.error is not None,
+        ).encode()
+        body = env.error.encode() if env.error is not None else env.payload
+        nonce = struct.pack("<4xQ", seq)  # unique per directional key
+        return header + self._aead(env.sender, receiver).encrypt(nonce, body, header)
+
+    def open(self, wire: bytes) -> Envelope:
+        """Verify and open wire bytes addressed to this party.
+
+        Raises:
+            AuthenticationError: wrong receiver or session, or a tampered header or body.
+            ReplayError: a sequence number that was already seen or skips ahead.
+        """
+        header, end = WireHeader.decode(wire)
+        if header.receiver != self.pid:
+            raise AuthenticationError(
+                f"envelope for {header.receiver!r} delivered to {self.pid!r}"
+            )
+        if header.session != self.session:
+            raise AuthenticationError("envelope belongs to another session")
+        expected = self._recv_seq.get(header.sender, 0)
+        if header.seq != expected:
+            kind = "replayed" if header.seq < expected else "out of order"
+            raise ReplayError(
+                f"envelope {header.seq} from {header.sender!r} is {kind} (expected {expected})"
+            )
+        nonce = struct.pack("<4xQ", header.seq)
+        try:
+            body = self._aead(header.sender, self.pid).decrypt(nonce, wire[end:], wire[:end])
+        except InvalidTag as exc:
+            raise AuthenticationError(
+                f"envelope from {header.sender!r} (tag {header.tag!r}) failed authentication"
+            ) from exc
+        self._recv_seq[header.sender] = expected + 1
+        return Envelope(
+            sender=header.sender,
+            receivers=(self.pid,),
+            round=header.round,
+            tag=header.tag,
+            payload=b"" if header.is_error else body,
+            stage=header.stage,
+            form=header.form,
+            error=body.decode(errors="replace") if header.is_error else None,
+        )

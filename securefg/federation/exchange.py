@@ -1,0 +1,195 @@
+"""The exchange API methods are written against: *what* to exchange, not *how*.
+
+Each call names a message tag; the :class:`~securefg.protocol.stack.ProtocolStack` decides
+which mechanism carries it. Return values are what the receiving party decoded from its
+envelopes: fresh tensors, never references to the sender's objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+import torch
+
+from securefg.errors import InvalidInputError
+from securefg.federation.codec import TensorSpec, decode_tensors, encode_tensors
+from securefg.federation.flatten import Layout, flatten, unflatten
+from securefg.federation.party import SERVER, Party
+from securefg.federation.transport import InProcessTransport
+from securefg.protocol.mechanism import ExchangeCall, ExchangeKind
+from securefg.protocol.stack import Resolved
+from securefg.protocol.stack import ProtocolStack
+
+Tensors = Mapping[str, torch.Tensor]
+
+
+class Exchange:
+    """Collective operations between the server and clients, per message tag.
+
+    Args:
+        transport (InProcessTransport): The network.
+        stack (ProtocolStack): Which mechanism carries which tag.
+        parties (Mapping[str, Party]): Every party's private state.
+        server (str): The server's party id. (default: ``"server"``)
+        seed (int): Seed for simulation randomness (shuffles, dropouts). (default: ``0``)
+    """
+
+    def __init__(
+        self,
+        *,
+        transport: InProcessTransport,
+        stack: ProtocolStack,
+        parties: Mapping[str, Party],
+        server: str = SERVER,
+        seed: int = 0,
+    ) -> None:
+        self.transport = transport
+        self.stack = stack
+        self.parties = parties
+        self.server = server
+        self.round = -1
+        self.rng = torch.Generator().manual_seed(seed)
+        self.dropouts: dict[str, frozenset[str]] = {}
+        self.calls: dict[str, ExchangeKind] = {}
+
+    @property
+    def clients(self) -> list[str]:
+        return [p for p in self.parties if p.startswith("client/")]
+
+    def _call(self, tag: str, kind: ExchangeKind) -> tuple[Resolved, ExchangeCall]:
+        prev = self.calls.setdefault(tag, kind)
+        if prev is not kind:
+            raise InvalidInputError(f"tag {tag!r} was used as {prev.value!r} and now as {kind.value!r}")
+        res = self.stack.resolve(tag, kind)
+        call = ExchangeCall(
+            transport=self.transport,
+            parties=self.parties,
+            round=self.round,
+            tag=tag,
+            params=res.mechanism.params,
+            server=self.server,
+            rng=self.rng,
+            dropouts=self.dropouts,
+        )
+        return res, call
+
+    # -------------------------------------------------------------------- byte exchanges
+    def broadcast(self, tag: str, tensors: Tensors, *, to: Iterable[str] | None = None) -> dict[str, dict[str, torch.Tensor]]:
+        """Server -> clients. Returns each receiving client's decoded copy."""
+        res, call = self._call(tag, ExchangeKind.BROADCAST)
+        receivers = list(to) if to is not None else self.clients
+        spec = TensorSpec.like(tensors)
+        got = res.mechanism.run_broadcast(call, encode_tensors(tensors), receivers)
+        return {pid: decode_tensors(b, spec=spec) for pid, b in got.items()}
+
+    def send(self, tag: str, tensors: Tensors, *, sender: str, receiver: str) -> dict[str, torch.Tensor]:
+        """Point to point. Returns the receiver's decoded copy."""
+        res, call = self._call(tag, ExchangeKind.SEND)
+        got = res.mechanism.run_send(call, encode_tensors(tensors), sender, receiver)
+        return decode_tensors(got, spec=TensorSpec.like(tensors))
+
+    def relay(
+        self, tag: str, items: Mapping[str, bytes], *, exclude_self: bool = True, shuffle: bool = True
+    ) -> dict[str, list[bytes]]:
+        """Server forwards clients' opaque items to the other clients (see relay mechanisms)."""
+        res, call = self._call(tag, ExchangeKind.RELAY)
+        return res.mechanism.run_relay(call, items, exclude_self=exclude_self, shuffle=shuffle)
+
+    # ------------------------------------------------------------------ vector exchanges
+    def _vectors(self, inputs: Mapping[str, Tensors], tag: str) -> tuple[dict[str, torch.Tensor], Layout]:
+        if not inputs:
+            raise InvalidInputError(f"{tag!r}: no inputs")
+        layout: Layout | None = None
+        vecs = {}
+        for pid, tensors in inputs.items():
+            vec, lay = flatten(tensors, what=f"{tag!r} from {pid}")
+            if layout is None:
+                layout = lay
+            elif lay != layout:
+                raise InvalidInputError(f"{tag!r}: {pid} sent tensors whose names/shapes differ from the others'")
+            vecs[pid] = vec
+        assert layout is not None
+        return vecs, layout
+
+    def aggregate(
+        self,
+        tag: str,
+        inputs: Mapping[str, Tensors],
+        *,
+        weights: Mapping[str, float] | None = None,
+        mean: bool = True,
+    ) -> dict[str, torch.Tensor]:
+        """The server learns Σ_k w_k x_k (divided by Σ_k w_k over survivors when ``mean``).
+
+        Each client appends its weight to its weighted vector, so the weight total over the
+        clients that actually survived comes out of the same protected sum.
+        """
+        res, call = self._call(tag, ExchangeKind.AGGREGATE)
+        vecs, layout = self._vectors(inputs, tag)
+        weighted = {}
+        for pid, vec in vecs.items():
+            w = 1.0 if weights is None else float(weights[pid])
+            if not w >= 0:
+                raise InvalidInputError(f"{tag!r}: weight of {pid} must be >= 0, got {w}")
+            v = vec * w
+            for t in res.transforms:
+                v = t.client(call, pid, v)
+            weighted[pid] = torch.cat([v, torch.tensor([w], dtype=torch.float64)])
+        outcome = res.mechanism.run_aggregate(call, weighted)
+        total, wsum = outcome.total[:-1], float(outcome.total[-1])
+        for t in res.transforms:
+            total = t.server(call, total, outcome.contributors)
+        if mean:
+            if wsum <= 0:
+                raise InvalidInputError(f"{tag!r}: total weight of the survivors is {wsum}")
+            total = total / wsum
+        self.last_contributors = outcome.contributors
+        return unflatten(total, layout)
+
+    def peer_sum(self, tag: str, target: str, inputs: Mapping[str, Tensors]) -> dict[str, torch.Tensor]:
+        """``target`` learns only Σ_k inputs[k] of its peers (FedStruct's Ā[i])."""
+        res, call = self._call(tag, ExchangeKind.PEER_SUM)
+        if target in inputs:
+            raise InvalidInputError(f"{tag!r}: target {target} cannot contribute to its own peer sum")
+        vecs, layout = self._vectors(inputs, tag)
+        for t in res.transforms:
+            vecs = {pid: t.client(call, pid, v) for pid, v in vecs.items()}
+        outcome = res.mechanism.run_peer_sum(call, target, vecs)
+        total = outcome.total
+        for t in res.transforms:
+            total = t.server(call, total, outcome.contributors)
+        return unflatten(total, layout)
+
+    def personalized_aggregate(
+        self, tag: str, inputs: Mapping[str, Tensors], coefficients: Mapping[str, Mapping[str, float]]
+    ) -> dict[str, dict[str, torch.Tensor]]:
+        """Client i receives Σ_j coefficients[i][j] x_j; nobody sees an individual x_j."""
+        res, call = self._call(tag, ExchangeKind.PERSONALIZED_AGGREGATE)
+        vecs, layout = self._vectors(inputs, tag)
+        got = res.mechanism.run_personalized_aggregate(call, vecs, coefficients)
+        return {pid: unflatten(v, layout) for pid, v in got.items()}
+
+    def similarity(
+        self, tag: str, inputs: Mapping[str, torch.Tensor], *, metric: str = "cosine"
+    ) -> tuple[list[str], torch.Tensor]:
+        """The server learns the pairwise similarity matrix of private vectors."""
+        res, call = self._call(tag, ExchangeKind.SIMILARITY)
+        vecs, _ = self._vectors({k: {"h": v} for k, v in inputs.items()}, tag)
+        for t in res.transforms:
+            vecs = {pid: t.client(call, pid, v) for pid, v in vecs.items()}
+        pairs = res.mechanism.run_similarity(call, vecs, metric)
+        order = sorted(vecs)
+        mat = torch.tensor([[pairs[(a, b)] for b in order] for a in order], dtype=torch.float64)
+        return order, mat
+
+    def tags(self) -> dict[str, ExchangeKind]:
+        """Every tag used so far and its exchange kind."""
+        return dict(self.calls)
+
+
+def weights_from_sizes(sizes: Mapping[str, int]) -> dict[str, float]:
+    """FedAvg weights n_k (normalised by the exchange over survivors)."""
+    return {k: float(v) for k, v in sizes.items()}
+
+
+__all__: Sequence[str] = ["Exchange", "weights_from_sizes"]

@@ -1,0 +1,148 @@
+"""The plaintext mechanism: every exchange carried in the clear (but still authenticated).
+
+It is the baseline for speed and for measuring leakage: the server (or the receiving client)
+sees every individual input, and the transcript records it as ``plaintext``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+
+import torch
+
+from securefg.federation.codec import TensorSpec, decode_tensor, encode_tensor
+from securefg.federation.envelope import Envelope, Form
+from securefg.protocol.mechanism import (
+    ExchangeCall,
+    ExchangeKind,
+    Mechanism,
+    SumOutcome,
+    register_mechanism,
+)
+
+
+def _vector_spec(length: int) -> TensorSpec:
+    return TensorSpec({"x": (torch.float64, (length,))})
+
+
+def upload_vectors(
+    call: ExchangeCall, inputs: Mapping[str, torch.Tensor], receiver: str, stage: str
+) -> dict[str, torch.Tensor]:
+    """Each sender uploads its vector in the clear; returns what ``receiver`` decoded."""
+    lengths = {v.numel() for v in inputs.values()}
+    if len(lengths) > 1:
+        raise ValueError(f"inputs to {call.tag!r} have different lengths {sorted(lengths)}")
+    for pid, vec in inputs.items():
+        if pid in call.transport.offline:
+            continue
+        call.transport.send(
+            Envelope(pid, (receiver,), call.round, call.tag, encode_tensor(vec), stage=stage)
+        )
+    got = call.transport.receive_from(
+        receiver, inputs.keys(), tag=call.tag, round=call.round, stage=stage
+    )
+    spec = _vector_spec(lengths.pop()) if lengths else None
+    return {pid: decode_tensor(env.payload, spec=spec) for pid, env in got.items()}
+
+
+@register_mechanism
+class Plaintext(Mechanism):
+    """Every exchange in the clear. Protects nothing beyond channel authentication."""
+
+    name = "plaintext"
+    exchanges = frozenset(ExchangeKind)
+    defaults = {"shuffle_seed": None}
+    protects = "nothing: the receiver sees every individual input"
+    reveals_individual_inputs = True
+
+    def run_broadcast(self, call: ExchangeCall, payload: bytes, receivers: Sequence[str]) -> dict[str, bytes]:
+        call.transport.send(Envelope(call.server, tuple(receivers), call.round, call.tag, payload))
+        out = {}
+        for pid in receivers:
+            if pid in call.transport.offline:
+                continue
+            (env,) = call.transport.receive(pid, tag=call.tag, round=call.round)
+            out[pid] = env.payload
+        return out
+
+    def run_send(self, call: ExchangeCall, payload: bytes, sender: str, receiver: str) -> bytes:
+        call.transport.send(Envelope(sender, (receiver,), call.round, call.tag, payload))
+        (env,) = call.transport.receive(receiver, tag=call.tag, round=call.round)
+        return env.payload
+
+    def run_aggregate(self, call: ExchangeCall, inputs: Mapping[str, torch.Tensor]) -> SumOutcome:
+        got = upload_vectors(call, inputs, call.server, "plaintext/upload")
+        order = sorted(got)
+        total = torch.stack([got[p] for p in order]).sum(0)
+        return SumOutcome(total, tuple(order))
+
+    def run_peer_sum(self, call: ExchangeCall, target: str, inputs: Mapping[str, torch.Tensor]) -> SumOutcome:
+        got = upload_vectors(call, inputs, target, "plaintext/peer")
+        order = sorted(got)
+        total = torch.stack([got[p] for p in order]).sum(0)
+        return SumOutcome(total, tuple(order))
+
+    def run_personalized_aggregate(
+        self,
+        call: ExchangeCall,
+        inputs: Mapping[str, torch.Tensor],
+        coefficients: Mapping[str, Mapping[str, float]],
+    ) -> dict[str, torch.Tensor]:
+        got = upload_vectors(call, inputs, call.server, "plaintext/upload")
+        out: dict[str, torch.Tensor] = {}
+        for i, row in coefficients.items():
+            mix = sum(float(a) * got[j] for j, a in row.items() if j in got)
+            assert isinstance(mix, torch.Tensor)
+            call.transport.send(
+                Envelope(call.server, (i,), call.round, call.tag, encode_tensor(mix), stage="plaintext/result")
+            )
+            (env,) = call.transport.receive(i, tag=call.tag, round=call.round, stage="plaintext/result")
+            out[i] = decode_tensor(env.payload, spec=_vector_spec(mix.numel()))
+        return out
+
+    def run_similarity(
+        self, call: ExchangeCall, inputs: Mapping[str, torch.Tensor], metric: str
+    ) -> dict[tuple[str, str], float]:
+        got = upload_vectors(call, inputs, call.server, "plaintext/upload")
+        return pairwise_similarity(got, metric)
+
+    def run_relay(
+        self, call: ExchangeCall, items: Mapping[str, bytes], *, exclude_self: bool, shuffle: bool
+    ) -> dict[str, list[bytes]]:
+        senders = [p for p in items if p not in call.transport.offline]
+        for pid in senders:
+            call.transport.send(
+                Envelope(pid, (call.server,), call.round, call.tag, items[pid], stage="relay/upload")
+            )
+        got = call.transport.receive_from(
+            call.server, senders, tag=call.tag, round=call.round, stage="relay/upload"
+        )
+        rng = random.Random(self.params["shuffle_seed"])
+        out: dict[str, list[bytes]] = {}
+        for receiver in senders:
+            bundle = [got[s].payload for s in sorted(got) if not (exclude_self and s == receiver)]
+            if shuffle:
+                rng.shuffle(bundle)
+            for blob in bundle:
+                call.transport.send(
+                    Envelope(call.server, (receiver,), call.round, call.tag, blob, stage="relay/forward")
+                )
+            envs = call.transport.receive(receiver, tag=call.tag, round=call.round, stage="relay/forward")
+            out[receiver] = [e.payload for e in envs]
+        return out
+
+
+def pairwise_similarity(vectors: Mapping[str, torch.Tensor], metric: str) -> dict[tuple[str, str], float]:
+    """All ordered pairs' similarity; ``metric`` is ``"cosine"`` or ``"dot"``."""
+    if metric not in ("cosine", "dot"):
+        raise ValueError(f"unknown similarity metric {metric!r}; choices: ['cosine', 'dot']")
+    out: dict[tuple[str, str], float] = {}
+    for a, va in vectors.items():
+        for b, vb in vectors.items():
+            dot = float(va @ vb)
+            if metric == "cosine":
+                denom = float(va.norm() * vb.norm())
+                dot = dot / denom if denom > 0 else 0.0
+            out[(a, b)] = dot
+    return out

@@ -1,0 +1,257 @@
+"""Protocol stacks: which mechanism carries which message tag, read from TOML.
+
+A stack file binds tag patterns (exact tags or globs such as ``"fedavg/*"``) to a mechanism
+and its parameters, plus optional transforms (DP noise, clipping)::
+
+    name = "fedavg-secure-sum"
+    description = "FedAvg updates through SecAgg+; the model broadcast in the clear."
+
+    [tags."fedavg/model"]
+    mechanism = "plaintext"
+
+    [tags."fedavg/update"]
+    mechanism = "secure_sum"
+    params = { threshold = 0.6 }
+    transforms = [{ name = "dp_gaussian", noise_multiplier = 1.0, clip = 1.0 }]
+
+Every problem in a file is collected and raised once as a :class:`ConfigError` with one line
+per problem and the file path. A tag no pattern matches is an error, never plaintext.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from securefg.errors import ConfigError, UnboundTagError
+from securefg.protocol.mechanism import (
+    ExchangeKind,
+    Mechanism,
+    Transform,
+    mechanism_class,
+    transform_class,
+)
+
+_BINDING_KEYS = {"mechanism", "params", "transforms"}
+_TOP_KEYS = {"name", "description", "tags"}
+
+
+def protocols_dir() -> Path:
+    """Folder of the shipped stacks (``SECUREFG_PROTOCOLS`` overrides)."""
+    env = os.environ.get("SECUREFG_PROTOCOLS")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[2] / "protocols"
+
+
+@dataclass(frozen=True)
+class TransformSpec:
+    name: str
+    params: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Binding:
+    """One ``[tags."pattern"]`` table."""
+
+    pattern: str
+    mechanism: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    transforms: tuple[TransformSpec, ...] = ()
+
+    @property
+    def specificity(self) -> tuple[int, int]:
+        exact = not any(c in self.pattern for c in "*?[")
+        literal = sum(1 for c in self.pattern if c not in "*?[]")
+        return (int(exact), literal)
+
+    def matches(self, tag: str) -> bool:
+        return fnmatch.fnmatchcase(tag, self.pattern)
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """The mechanism instance and transforms for one tag."""
+
+    binding: Binding
+    mechanism: Mechanism
+    transforms: tuple[Transform, ...]
+
+
+class ProtocolStack:
+    """A validated mapping from message tags to mechanisms.
+
+    Args:
+        name (str): Stack name, reported in every result.
+        bindings (Iterable[Binding]): The tag bindings.
+        description (str): What the stack protects. (default: ``""``)
+        source (str): Where it was read from (for error messages). (default: ``"<memory>"``)
+    """
+
+    def __init__(
+        self,
+        name: str,
+        bindings: Iterable[Binding],
+        *,
+        description: str = "",
+        source: str = "<memory>",
+    ) -> None:
+        self.name = name
+        self.description = description
+        self.source = source
+        self.bindings = tuple(sorted(bindings, key=lambda b: b.specificity, reverse=True))
+        self._cache: dict[str, Resolved] = {}
+        problems: list[str] = []
+        for b in self.bindings:
+            problems.extend(_validate_binding(b))
+        if problems:
+            raise ConfigError(
+                f"invalid protocol stack {source}:\n" + "\n".join(f"- {p}" for p in problems)
+            )
+
+    # ----------------------------------------------------------------------------- loading
+    @classmethod
+    def load(cls, path_or_name: str | os.PathLike[str]) -> ProtocolStack:
+        """Read a stack from a TOML file, or by name from :func:`protocols_dir`."""
+        path = Path(path_or_name)
+        if not path.suffix and not path.exists():
+            path = protocols_dir() / f"{path_or_name}.toml"
+        if not path.is_file():
+            shipped = sorted(p.stem for p in protocols_dir().glob("*.toml"))
+            raise ConfigError(f"protocol stack {str(path_or_name)!r} not found; shipped stacks: {shipped}")
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+        return cls.from_dict(data, source=str(path))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, source: str = "<memory>") -> ProtocolStack:
+        problems: list[str] = []
+        for k in sorted(set(data) - _TOP_KEYS):
+            problems.append(f"unknown top-level key {k!r} (known: {sorted(_TOP_KEYS)})")
+        name = data.get("name")
+        if not isinstance(name, str) or not name:
+            problems.append("missing 'name' (a non-empty string)")
+        tags = data.get("tags", {})
+        if not isinstance(tags, Mapping) or not tags:
+            problems.append("missing [tags] table: bind at least one tag pattern")
+            tags = {}
+        bindings: list[Binding] = []
+        for pattern, table in tags.items():
+            if not isinstance(table, Mapping):
+                problems.append(f"tags.{pattern!r} must be a table")
+                continue
+            for k in sorted(set(table) - _BINDING_KEYS):
+                problems.append(f"tags.{pattern!r}: unknown key {k!r} (known: {sorted(_BINDING_KEYS)})")
+            mech = table.get("mechanism")
+            if not isinstance(mech, str):
+                problems.append(f"tags.{pattern!r}: missing 'mechanism'")
+                continue
+            params = table.get("params", {})
+            if not isinstance(params, Mapping):
+                problems.append(f"tags.{pattern!r}: 'params' must be a table")
+                params = {}
+            specs: list[TransformSpec] = []
+            for i, t in enumerate(table.get("transforms", [])):
+                if not isinstance(t, Mapping) or not isinstance(t.get("name"), str):
+                    problems.append(f"tags.{pattern!r}: transforms[{i}] needs a 'name'")
+                    continue
+                specs.append(TransformSpec(t["name"], {k: v for k, v in t.items() if k != "name"}))
+            bindings.append(Binding(pattern, mech, dict(params), tuple(specs)))
+        if problems:
+            raise ConfigError(f"invalid protocol stack {source}:\n" + "\n".join(f"- {p}" for p in problems))
+        return cls(str(name), bindings, description=str(data.get("description", "")), source=source)
+
+    # --------------------------------------------------------------------------- resolving
+    def binding_for(self, tag: str) -> Binding:
+        for b in self.bindings:
+            if b.matches(tag):
+                return b
+        raise UnboundTagError(
+            f"message tag {tag!r} is not bound by protocol stack {self.name!r} ({self.source}); "
+            f"add a [tags.{tag!r}] table (patterns present: {[b.pattern for b in self.bindings]})"
+        )
+
+    def resolve(self, tag: str, kind: ExchangeKind) -> Resolved:
+        """The mechanism (and transforms) carrying ``tag`` for an exchange of ``kind``."""
+        if tag not in self._cache:
+            b = self.binding_for(tag)
+            mech = mechanism_class(b.mechanism)(**b.params)
+            transforms = tuple(transform_class(t.name)(**t.params) for t in b.transforms)
+            self._cache[tag] = Resolved(b, mech, transforms)
+        res = self._cache[tag]
+        if kind not in res.mechanism.exchanges:
+            raise ConfigError(
+                f"tag {tag!r} is a {kind.value!r} exchange, but stack {self.name!r} binds it to "
+                f"{res.binding.mechanism!r}, which carries only "
+                f"{sorted(k.value for k in res.mechanism.exchanges)}"
+            )
+        return res
+
+    def check_tags(self, tags: Mapping[str, ExchangeKind]) -> None:
+        """Validate that every tag a method emits is bound to a mechanism for its kind."""
+        problems = []
+        for tag, kind in tags.items():
+            try:
+                self.resolve(tag, kind)
+            except (UnboundTagError, ConfigError) as exc:
+                problems.append(str(exc))
+        if problems:
+            raise ConfigError(
+                f"protocol stack {self.name!r} cannot carry this method:\n"
+                + "\n".join(f"- {p}" for p in problems)
+            )
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "source": self.source,
+            "description": self.description,
+            "bindings": {
+                b.pattern: {
+                    "mechanism": b.mechanism,
+                    "params": dict(b.params),
+                    "transforms": [{"name": t.name, **t.params} for t in b.transforms],
+                }
+                for b in self.bindings
+            },
+        }
+
+    def __repr__(self) -> str:
+        return f"ProtocolStack({self.name!r})"
+
+
+def _validate_binding(b: Binding) -> list[str]:
+    where = f"tags.{b.pattern!r}"
+    try:
+        mcls = mechanism_class(b.mechanism)
+    except ConfigError as exc:
+        return [f"{where}: {exc}"]
+    problems = [f"{where}: {p}" for p in mcls.validate_params(b.params)]
+    for t in b.transforms:
+        try:
+            tcls = transform_class(t.name)
+        except ConfigError as exc:
+            problems.append(f"{where}: {exc}")
+            continue
+        unknown = set(t.params) - set(tcls.defaults)
+        if unknown:
+            problems.append(
+                f"{where}: unknown parameter(s) {sorted(unknown)} for transform {t.name!r} "
+                f"(known: {sorted(tcls.defaults)})"
+            )
+        if getattr(tcls, "needs_individual_inputs", False) and not getattr(
+            mcls, "reveals_individual_inputs", False
+        ):
+            problems.append(
+                f"{where}: transform {t.name!r} needs to see individual inputs, which "
+                f"mechanism {b.mechanism!r} hides (e.g. robust aggregation over a masked sum "
+                "is impossible); use norm bounding on the client side instead"
+            )
+    return problems
