@@ -190,3 +190,18 @@ class Transcript:
         with open(path, "w", encoding="utf-8") as fh:
             for r in self._records:
                 fh.write(json.dumps(r.to_json()) + "\n")
+
+
+def load_jsonl(path: str | Path, transcript: Transcript) -> int:
+    """Re-append records saved by :meth:`Transcript.save_jsonl` (metadata only); returns count."""
+    n = 0
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            d = json.loads(line)
+            transcript.append(
+                round=int(d["round"]), tag=d["tag"], stage=d["stage"], sender=d["sender"],
+                receiver=d["receiver"], form=Form(d["form"]), payload=b"\0" * int(d["payload_bytes"]),
+                wire_bytes=int(d["wire_bytes"]), is_error=bool(d["is_error"]),
+            )
+            n += 1
+    return n

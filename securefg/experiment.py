@@ -1,0 +1,189 @@
+"""One experiment: data -> partition -> federation -> method -> ``result.json``.
+
+This is what ``securefg run`` calls, and what examples and benchmarks script against.
+The result contract (stable keys) is documented in the README: ``method, dataset, partition,
+clients, protocol, seed, rounds, metrics, bytes_total, bytes_by_tag, wall_seconds``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from securefg.device import resolve_device, seed_everything
+from securefg.federation.federation import Federation
+from securefg.federation.runner import RoundRunner, config_fingerprint
+from securefg.methods.base import MethodConfig, method_class
+from securefg.methods.training import TrainConfig
+from securefg.protocol.stack import ProtocolStack
+
+
+@dataclass
+class RunConfig:
+    """Everything that defines a run (the CLI's options).
+
+    ``protocol=None`` means the method's protected default stack (secure by default).
+    """
+
+    method: str
+    dataset: str
+    partition: str | None = None
+    clients: int = 10
+    rounds: int = 100
+    protocol: str | None = None
+    seed: int = 0
+    data_root: str | None = None
+    device: str = "auto"
+    out: str | None = None
+    lr: float | None = None
+    weight_decay: float | None = None
+    local_epochs: int | None = None
+    batch_size: int = 32
+    hidden: int = 0
+    prox_mu: float = 0.0
+    split: tuple[float, float, float] | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    checkpoint_every: int = 0
+    resume: bool = False
+    progress: bool = True
+    keep_payloads: bool = False
+
+
+def resolve_stack(cfg: RunConfig) -> ProtocolStack:
+    """The stack named by ``--protocol``, else the method's default (protected) stack."""
+    name = cfg.protocol or method_class(cfg.method).default_stack
+    return ProtocolStack.load(name)
+
+
+def run_experiment(cfg: RunConfig) -> dict[str, Any]:
+    """Run one configuration end to end; write ``<out>/result.json`` when ``out`` is set."""
+    from securefg.experiment_data import build_task, default_train_config
+
+    t_start = time.perf_counter()
+    seed_everything(cfg.seed)
+    device = resolve_device(cfg.device)
+    mcls = method_class(cfg.method)
+    stack = resolve_stack(cfg)
+    stack.check_tags(mcls.TAGS)
+    task, data_info = build_task(cfg)
+    base = default_train_config(cfg, task)
+    train = TrainConfig(
+        lr=cfg.lr if cfg.lr is not None else base.lr,
+        weight_decay=cfg.weight_decay if cfg.weight_decay is not None else base.weight_decay,
+        local_epochs=cfg.local_epochs if cfg.local_epochs is not None else base.local_epochs,
+        batch_size=cfg.batch_size,
+        prox_mu=cfg.prox_mu,
+    )
+    mconf = MethodConfig(rounds=cfg.rounds, train=train, device=device, seed=cfg.seed, hidden=cfg.hidden, options=dict(cfg.options))
+    method = mcls(task, mconf)
+    fed = Federation(method.num_clients, stack, seed=cfg.seed, extra_parties=getattr(method, "extra_parties", ()),
+                     keep_payloads=cfg.keep_payloads)
+    out_dir = Path(cfg.out) if cfg.out else None
+    fingerprint = config_fingerprint({k: v for k, v in asdict(cfg).items() if k not in ("resume", "progress", "out", "device")})
+    runner = RoundRunner(method, fed, rounds=cfg.rounds, out_dir=out_dir, checkpoint_every=cfg.checkpoint_every,
+                         resume=cfg.resume, fingerprint=fingerprint, progress=cfg.progress)
+    outcome = runner.run()
+    result = build_result(cfg, stack, fed, outcome.summary, outcome.history, data_info,
+                          wall=time.perf_counter() - t_start, train_seconds=outcome.train_seconds,
+                          extra=getattr(method, "report", lambda: {})())
+    result["device"] = str(device)
+    if outcome.resumed_from is not None:
+        result["resumed_from_round"] = outcome.resumed_from
+    if out_dir is not None:
+        write_result(out_dir, result)
+    result["_federation"] = fed  # for in-process callers (audits); not serialised
+    return result
+
+
+def build_result(
+    cfg: RunConfig,
+    stack: ProtocolStack,
+    fed: Federation,
+    summary: dict[str, Any],
+    history: list[dict[str, Any]],
+    data_info: dict[str, Any],
+    *,
+    wall: float,
+    train_seconds: float,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The ``result.json`` object."""
+    ts = fed.transcript.summary()
+    privacy = _privacy(fed)
+    res: dict[str, Any] = {
+        "method": cfg.method,
+        "dataset": cfg.dataset,
+        "partition": data_info.get("partition", cfg.partition),
+        "clients": len(fed.client_ids),
+        "protocol": stack.name,
+        "protocol_source": stack.source,
+        "seed": cfg.seed,
+        "rounds": cfg.rounds,
+        "metrics": summary,
+        "bytes_total": ts["bytes_total"],
+        "wire_bytes_total": ts["wire_bytes_total"],
+        "bytes_by_tag": ts["bytes_by_tag"],
+        "bytes_by_party": ts["bytes_by_party"],
+        "communication_rounds": ts["communication_rounds"],
+        "envelopes": ts["envelopes"],
+        "wall_seconds": wall,
+        "train_seconds": train_seconds,
+        "data": data_info,
+        "history": [{k: v for k, v in h.items() if k != "per_client"} for h in history],
+        "config": {k: v for k, v in asdict(cfg).items() if k not in ("progress",)},
+    }
+    if privacy:
+        res["privacy"] = privacy
+    if extra:
+        res.update(extra)
+    return res
+
+
+def _privacy(fed: Federation) -> dict[str, Any]:
+    try:
+        from securefg.protocol.dp import privacy_report  # type: ignore[attr-defined]
+    except ImportError:
+        return {}
+    return dict(privacy_report(fed.parties) or {})
+
+
+def write_result(out_dir: Path, result: dict[str, Any]) -> None:
+    """Write ``result.json`` and ``curve.png`` (mean validation/test score per round)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    clean = {k: v for k, v in result.items() if not k.startswith("_")}
+    (out_dir / "result.json").write_text(json.dumps(clean, indent=2, default=_json_default), encoding="utf-8")
+    plot_history(clean.get("history", []), out_dir / "curve.png", title=f"{result['method']} on {result['dataset']} ({result['protocol']})")
+
+
+def _json_default(o: Any) -> Any:
+    if hasattr(o, "tolist"):
+        return o.tolist()
+    return str(o)
+
+
+def plot_history(history: list[dict[str, Any]], path: Path, *, title: str) -> None:
+    """Accuracy (or AUC) per round."""
+    if not history:
+        return
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rounds = [h["round"] + 1 for h in history]
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    for key, label in (("mean_val", "mean client validation"), ("mean_test", "mean client test"), ("global_test_auc", "global test AUC")):
+        ys = [h.get(key) for h in history]
+        if any(isinstance(y, float) for y in ys):
+            ax.plot(rounds, [y if isinstance(y, float) else float("nan") for y in ys], label=label)
+    ax.set_xlabel("round")
+    ax.set_ylabel("score")
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,156 @@
+"""The round runner: drives a method round by round with progress, timing and checkpoints.
+
+A checkpoint (``<out>/checkpoint.pt`` plus ``<out>/transcript.jsonl``) is written every
+``checkpoint_every`` rounds and at the end; ``resume=True`` continues from it, so an
+interrupted run loses at most the rounds since the last checkpoint. The checkpoint is our
+own local file, read with ``torch.load(weights_only=True)`` (no arbitrary objects).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from securefg.errors import CheckpointError
+from securefg.federation.federation import Federation
+from securefg.federation.transcript import load_jsonl
+from securefg.methods.base import Method
+
+CHECKPOINT = "checkpoint.pt"
+TRANSCRIPT = "transcript.jsonl"
+
+
+@dataclass
+class RunOutcome:
+    """History of per-round measurements and the method's summary."""
+
+    history: list[dict[str, Any]]
+    summary: dict[str, Any]
+    train_seconds: float
+    resumed_from: int | None = None
+    server_view: list[dict[str, float]] = field(default_factory=list)
+
+
+def config_fingerprint(config: dict[str, Any]) -> str:
+    """Short hash of a run configuration: a checkpoint only resumes the run that wrote it."""
+    return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+class RoundRunner:
+    """Run ``method`` on ``fed`` for ``rounds`` rounds.
+
+    Args:
+        method (Method): The method (already constructed).
+        fed (Federation): The parties and network.
+        rounds (int): Number of rounds.
+        out_dir (Path, optional): Where checkpoints go. (default: none, no checkpoints)
+        checkpoint_every (int): Rounds between checkpoints; 0 = only at the end. (default: ``0``)
+        resume (bool): Continue from ``out_dir``'s checkpoint. (default: :obj:`False`)
+        fingerprint (str): Configuration hash stored in (and checked against) checkpoints.
+        progress (bool): Show a progress bar on stderr. (default: :obj:`True`)
+    """
+
+    def __init__(
+        self,
+        method: Method,
+        fed: Federation,
+        *,
+        rounds: int,
+        out_dir: Path | None = None,
+        checkpoint_every: int = 0,
+        resume: bool = False,
+        fingerprint: str = "",
+        progress: bool = True,
+    ) -> None:
+        self.method, self.fed, self.rounds = method, fed, rounds
+        self.out_dir, self.checkpoint_every, self.resume = out_dir, checkpoint_every, resume
+        self.fingerprint, self.progress = fingerprint, progress
+
+    def run(self) -> RunOutcome:
+        history: list[dict[str, Any]] = []
+        server_view: list[dict[str, float]] = []
+        start_round, resumed = 0, None
+        self.method.setup(self.fed)
+        if self.resume:
+            start_round, history, server_view = self._load()
+            resumed = start_round
+        t0 = time.perf_counter()
+        with _progress(self.progress, self.rounds, start_round, self.method.name) as bar:
+            for r in range(start_round, self.rounds):
+                self.fed.set_round(r)
+                server_view.append({"round": r, **self.method.run_round(self.fed, r)})
+                m = self.method.measure(self.fed)
+                history.append({"round": r, **m})
+                bar(r, m)
+                last = r == self.rounds - 1
+                if self.out_dir is not None and (last or (self.checkpoint_every and (r + 1) % self.checkpoint_every == 0)):
+                    self._save(r + 1, history, server_view)
+        return RunOutcome(history, self.method.summarize(history), time.perf_counter() - t0, resumed, server_view)
+
+    # ---------------------------------------------------------------- checkpoints
+    def _save(self, next_round: int, history: list[dict[str, Any]], server_view: list[dict[str, float]]) -> None:
+        assert self.out_dir is not None
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        state = {
+            "fingerprint": self.fingerprint,
+            "next_round": next_round,
+            "history": json.dumps(history, default=float),
+            "server_view": json.dumps(server_view),
+            "parties": self.method.checkpoint(self.fed),
+            "generator": self.method.generator.get_state(),
+        }
+        tmp = self.out_dir / (CHECKPOINT + ".tmp")
+        torch.save(state, tmp)
+        tmp.replace(self.out_dir / CHECKPOINT)
+        self.fed.transcript.save_jsonl(self.out_dir / TRANSCRIPT)
+
+    def _load(self) -> tuple[int, list[dict[str, Any]], list[dict[str, float]]]:
+        if self.out_dir is None or not (self.out_dir / CHECKPOINT).is_file():
+            raise CheckpointError(f"no checkpoint to resume from in {self.out_dir} (expected {CHECKPOINT})")
+        try:
+            state = torch.load(self.out_dir / CHECKPOINT, weights_only=True)
+        except Exception as exc:  # corrupt file: say so, keep it for inspection
+            raise CheckpointError(f"checkpoint {self.out_dir / CHECKPOINT} is unreadable: {exc}") from exc
+        if state.get("fingerprint") != self.fingerprint:
+            raise CheckpointError(
+                f"checkpoint in {self.out_dir} was written by a different configuration "
+                f"({state.get('fingerprint')} != {self.fingerprint}); use another --out or drop --resume"
+            )
+        self.method.restore(self.fed, state["parties"])
+        self.method.generator.set_state(state["generator"])
+        if (self.out_dir / TRANSCRIPT).is_file():
+            load_jsonl(self.out_dir / TRANSCRIPT, self.fed.transcript)
+        return int(state["next_round"]), json.loads(state["history"]), json.loads(state["server_view"])
+
+
+class _progress:
+    """A rich progress bar (or nothing) that shows the latest mean validation score."""
+
+    def __init__(self, enabled: bool, total: int, start: int, name: str) -> None:
+        self.enabled, self.total, self.start, self.name = enabled, total, start, name
+
+    def __enter__(self) -> Any:
+        if not self.enabled:
+            return lambda r, m: None
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self._p = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                           TimeElapsedColumn(), TextColumn("{task.fields[info]}"), transient=True)
+        self._p.start()
+        self._t = self._p.add_task(self.name, total=self.total, completed=self.start, info="")
+
+        def update(r: int, m: dict[str, Any]) -> None:
+            v = m.get("mean_val")
+            self._p.update(self._t, completed=r + 1, info=f"val={v:.4f}" if isinstance(v, float) else "")
+
+        return update
+
+    def __exit__(self, *exc: object) -> None:
+        if self.enabled:
+            self._p.stop()

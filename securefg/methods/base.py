@@ -1,0 +1,162 @@
+"""The method interface the round runner drives, and the method registry.
+
+A method module holds the server half and the client half side by side (Flower's
+``configure_*``/``aggregate_*`` pairs and ``handle_*`` handlers). The halves share nothing but
+exchange calls; a method's message inventory (``TAGS``) sits at the top of its module.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import torch
+from torch import nn
+
+from securefg.errors import ConfigError
+from securefg.federation.federation import Federation
+from securefg.methods.tasks import GraphTask, NodeTask
+from securefg.methods.training import TrainConfig
+from securefg.models.gcn import GCN
+from securefg.models.gin import GIN
+from securefg.protocol.mechanism import ExchangeKind
+
+Task = NodeTask | GraphTask
+
+
+@dataclass
+class MethodConfig:
+    """Settings common to every method.
+
+    Args:
+        rounds (int): Communication rounds.
+        train (TrainConfig): Local optimisation settings.
+        device (torch.device): Where models train.
+        seed (int): Run seed.
+        hidden (int): Hidden size of the backbone (0: the method's default).
+        options (dict): Method-specific options (e.g. ``{"weighting": "uniform"}``).
+    """
+
+    rounds: int
+    train: TrainConfig = field(default_factory=TrainConfig)
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+    seed: int = 0
+    hidden: int = 0
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+class Method(abc.ABC):
+    """One federated learning method.
+
+    Lifecycle, driven by :class:`~securefg.federation.runner.RoundRunner`: ``setup`` once,
+    then per round ``run_round`` (the protocol) and ``measure`` (the experimenter's per-client
+    evaluation, read from each party's own state and never sent), then ``summarize``.
+    """
+
+    name: ClassVar[str]
+    tasks: ClassVar[frozenset[str]] = frozenset({"node", "graph"})
+    TAGS: ClassVar[Mapping[str, ExchangeKind]] = {}
+    default_stack: ClassVar[str] = "plaintext"
+    #: Options accepted in ``MethodConfig.options`` with their defaults.
+    option_defaults: ClassVar[Mapping[str, Any]] = {}
+
+    def __init__(self, task: Task, config: MethodConfig) -> None:
+        if task.kind not in self.tasks:
+            raise ConfigError(f"method {self.name!r} does not support {task.kind} tasks (supports {sorted(self.tasks)})")
+        unknown = set(config.options) - set(self.option_defaults)
+        if unknown:
+            raise ConfigError(
+                f"unknown option(s) {sorted(unknown)} for method {self.name!r} (known: {sorted(self.option_defaults)})"
+            )
+        self.task = task
+        self.config = config
+        self.options = {**self.option_defaults, **config.options}
+        self.generator = torch.Generator().manual_seed(config.seed)
+
+    # ------------------------------------------------------------------ to implement
+    @property
+    def num_clients(self) -> int:
+        return len(self.task.clients) if isinstance(self.task, NodeTask) else self.task.num_clients
+
+    @abc.abstractmethod
+    def setup(self, fed: Federation) -> None:
+        """Give each party its own data and model (no communication unless the method needs it)."""
+
+    @abc.abstractmethod
+    def run_round(self, fed: Federation, r: int) -> dict[str, float]:
+        """One round of the protocol; returns what the *server* learned (e.g. aggregated metrics)."""
+
+    @abc.abstractmethod
+    def measure(self, fed: Federation) -> dict[str, Any]:
+        """The experimenter's evaluation of the current models: per-client and global metrics."""
+
+    def summarize(self, history: list[dict[str, Any]]) -> dict[str, Any]:
+        """Final metrics from the per-round measurements (default: best mean validation round)."""
+        return select_best_round(history)
+
+    # ------------------------------------------------------------------- helpers
+    def make_model(self) -> nn.Module:
+        """The backbone for this task: GCN (node) or GIN (graph), seeded identically."""
+        torch.manual_seed(self.config.seed)
+        if isinstance(self.task, NodeTask):
+            model: nn.Module = GCN(self.task.num_features, self.task.num_classes, hidden_channels=self.config.hidden or 128)
+        else:
+            model = GIN(self.task.num_features, self.task.num_classes, hidden_channels=self.config.hidden or 32)
+        return model.to(self.config.device)
+
+    def optimizer_for(self, model: nn.Module) -> torch.optim.Optimizer:
+        t = self.config.train
+        return torch.optim.Adam(model.parameters(), lr=t.lr, weight_decay=t.weight_decay)
+
+    def checkpoint(self, fed: Federation) -> dict[str, dict[str, Any]]:
+        """Serializable per-party state: every module and optimizer in each party's state."""
+        out: dict[str, dict[str, Any]] = {}
+        for pid, party in fed.parties.items():
+            out[pid] = {k: v.state_dict() for k, v in party.state.items() if hasattr(v, "state_dict")}
+        return out
+
+    def restore(self, fed: Federation, state: Mapping[str, Mapping[str, Any]]) -> None:
+        for pid, items in state.items():
+            for k, sd in items.items():
+                fed.parties[pid].state[k].load_state_dict(sd)
+
+
+def select_best_round(history: list[dict[str, Any]], key: str = "val", report: str = "test") -> dict[str, Any]:
+    """FED-PUB's protocol: the round with the best mean-over-clients validation score."""
+    scored = [h for h in history if h.get(f"mean_{key}") == h.get(f"mean_{key}")]  # drop NaN
+    if not scored:
+        return {}
+    best = max(scored, key=lambda h: h[f"mean_{key}"])
+    return {
+        "best_round": best["round"],
+        f"best_{key}": best[f"mean_{key}"],
+        f"{report}": best[f"mean_{report}"],
+        "per_client": best.get("per_client", {}),
+        "final_round": history[-1]["round"],
+        f"final_{report}": history[-1].get(f"mean_{report}"),
+    }
+
+
+_METHODS: dict[str, type[Method]] = {}
+
+
+def register_method(cls: type[Method]) -> type[Method]:
+    _METHODS[cls.name] = cls
+    return cls
+
+
+def method_class(name: str) -> type[Method]:
+    import securefg.methods.catalog  # noqa: F401  (registers the built-in methods)
+
+    key = name.lower().replace("-", "_")
+    if key not in _METHODS:
+        raise ConfigError(f"Could not resolve method {name!r} among choices {sorted(_METHODS)}")
+    return _METHODS[key]
+
+
+def available_methods() -> list[str]:
+    import securefg.methods.catalog  # noqa: F401
+
+    return sorted(_METHODS)

@@ -1,0 +1,79 @@
+"""Centralized reference: one model trained on everyone's data pooled in one place.
+
+Not a federated method (it deliberately breaks the privacy boundary): it bounds what any
+federated method can reach on the same splits. Nothing is exchanged; the pooled data lives in
+the server's state only because this baseline pretends there is one data owner.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch_geometric.data import Data
+
+from securefg.errors import ConfigError
+from securefg.federation.federation import Federation
+from securefg.methods.base import Method, register_method
+from securefg.methods.fedavg import summarize_task
+from securefg.methods.tasks import NodeTask
+from securefg.methods.training import evaluate_graphs, evaluate_node, train_graph_epochs, train_node_epochs
+
+
+@register_method
+class Centralized(Method):
+    """Train on the union of the clients' training data (node: on the full graph)."""
+
+    name = "centralized"
+    TAGS = {}
+
+    def setup(self, fed: Federation) -> None:
+        s = fed.server.state
+        if isinstance(self.task, NodeTask):
+            g = self.task.full_graph
+            if g is None:
+                raise ConfigError("the centralized baseline needs the full graph (NodeTask.full_graph)")
+            s["data"] = g.to(self.config.device)
+        else:
+            s["data"] = {
+                "train": [d for part in self.task.train for d in part],
+                "val": [d for part in self.task.val for d in part],
+            }
+        s["model"] = self.make_model()
+        s["optimizer"] = self.optimizer_for(s["model"])
+
+    def run_round(self, fed: Federation, r: int) -> dict[str, float]:
+        s, t = fed.server.state, self.config.train
+        if isinstance(self.task, NodeTask):
+            train_node_epochs(s["model"], s["optimizer"], s["data"], t.local_epochs)
+        else:
+            train_graph_epochs(s["model"], s["optimizer"], s["data"]["train"], epochs=t.local_epochs,
+                               batch_size=t.batch_size, device=self.config.device, generator=self.generator)
+        return {}
+
+    def measure(self, fed: Federation) -> dict[str, Any]:
+        s = fed.server.state
+        if isinstance(self.task, NodeTask):
+            sc = evaluate_node(s["model"], s["data"])
+            return {"mean_val": sc["val_acc"], "mean_test": sc["test_acc"], "per_client": {}}
+        n = self.task.num_classes
+        val = evaluate_graphs(s["model"], s["data"]["val"], n, self.config.device)
+        glob = evaluate_graphs(s["model"], self.task.global_test, n, self.config.device)
+        return {"mean_val": val["auc"], "mean_test": glob["auc"], "global_test_auc": glob["auc"],
+                "global_test_acc": glob["acc"], "per_client": {}}
+
+    def summarize(self, history: list[dict[str, Any]]) -> dict[str, Any]:
+        return summarize_task(self.task, history)
+
+
+def union_graph(clients: list[Data]) -> Data:
+    """Disjoint union of client subgraphs (no cross-client edges), e.g. for tests."""
+    xs, ys, eis, masks, off = [], [], [], {"train_mask": [], "val_mask": [], "test_mask": []}, 0
+    for d in clients:
+        xs.append(d.x)
+        ys.append(d.y)
+        eis.append(d.edge_index + off)
+        for m in masks:
+            masks[m].append(getattr(d, m))
+        off += d.num_nodes
+    return Data(x=torch.cat(xs), y=torch.cat(ys), edge_index=torch.cat(eis, 1), **{m: torch.cat(v) for m, v in masks.items()})

@@ -1,0 +1,198 @@
+"""FedAvg (McMahan et al., AISTATS 2017) and FedProx (Li et al., MLSys 2020).
+
+The server broadcasts the global model; each client trains it locally for a few epochs and
+returns its *update* (new weights minus received weights) through a protected ``aggregate``
+(updates rather than weights so that clipping, DP noise and fixed-point ranges apply to small
+deltas); the server adds the weighted mean update. FedProx adds ``mu/2 ||w - w_global||^2``
+to the local loss. Clients also report their validation/test scores through an ``aggregate``,
+so the server learns only the mean over clients (used to pick the best round).
+
+Evaluation follows FED-PUB's reference code: each client scores the model it holds *after*
+its local training of the round, on its own validation and test nodes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from securefg.federation.federation import Federation
+from securefg.federation.party import Party
+from securefg.methods.base import Method, MethodConfig, Task, register_method, select_best_round
+from securefg.methods.tasks import GraphTask, NodeTask
+from securefg.methods.training import (
+    evaluate_graphs,
+    evaluate_node,
+    load_state,
+    proximal_term,
+    state_of,
+    train_graph_epochs,
+    train_node_epochs,
+)
+from securefg.protocol.mechanism import ExchangeKind
+
+TAG_MODEL = "fedavg/model"
+TAG_UPDATE = "fedavg/update"
+TAG_METRICS = "fedavg/metrics"
+
+
+@register_method
+class FedAvg(Method):
+    """FedAvg on node or graph classification.
+
+    Options:
+        weighting (str): ``"uniform"`` (FED-PUB/CeFGC convention) or ``"size"`` (n_k). (default: ``"uniform"``)
+    """
+
+    name = "fedavg"
+    TAGS = {TAG_MODEL: ExchangeKind.BROADCAST, TAG_UPDATE: ExchangeKind.AGGREGATE, TAG_METRICS: ExchangeKind.AGGREGATE}
+    option_defaults = {"weighting": "uniform"}
+
+    def __init__(self, task: Task, config: MethodConfig) -> None:
+        super().__init__(task, config)
+        if self.options["weighting"] not in ("uniform", "size"):
+            from securefg.errors import ConfigError
+
+            raise ConfigError(f"weighting must be 'uniform' or 'size', got {self.options['weighting']!r}")
+
+    # ------------------------------------------------------------------ setup
+    def setup(self, fed: Federation) -> None:
+        fed.server.state["model"] = self.make_model()
+        for k, client in enumerate(fed.clients):
+            client.state["data"] = self._client_data(k)
+            client.state["model"] = self.make_model()
+            client.state["optimizer"] = self.optimizer_for(client.state["model"])
+
+    def _client_data(self, k: int) -> Any:
+        dev = self.config.device
+        if isinstance(self.task, NodeTask):
+            return self.task.clients[k].to(dev)
+        return {
+            "train": self.task.train[k],
+            "val": self.task.val[k],
+            "test": self.task.test[k],
+        }
+
+    # ------------------------------------------------------------ server half
+    def configure_train(self, server: Party) -> dict[str, torch.Tensor]:
+        """The global model to broadcast."""
+        return state_of(server.state["model"])
+
+    def aggregate_train(self, server: Party, mean_update: dict[str, torch.Tensor]) -> None:
+        """Apply the mean client update to the global model."""
+        model = server.state["model"]
+        current = state_of(model)
+        load_state(model, {k: current[k].double() + mean_update[k] for k in mean_update})
+
+    # ------------------------------------------------------------ client half
+    def handle_train(self, client: Party, global_state: dict[str, torch.Tensor]) -> tuple[dict[str, torch.Tensor], float]:
+        """Train the received model locally; return (update, weight) and keep local scores."""
+        model, opt = client.state["model"], client.state["optimizer"]
+        load_state(model, global_state)
+        mu = self.config.train.prox_mu
+        prox = (lambda m: proximal_term(m, global_state, mu)) if mu > 0 else None
+        data = client.state["data"]
+        t = self.config.train
+        if isinstance(self.task, NodeTask):
+            train_node_epochs(model, opt, data, t.local_epochs, prox)
+            client.state["scores"] = evaluate_node(model, data)
+            n = int(data.train_mask.sum())
+        else:
+            train_graph_epochs(
+                model, opt, data["train"], epochs=t.local_epochs, batch_size=t.batch_size,
+                device=self.config.device, generator=self.generator, prox=prox,
+            )
+            val = evaluate_graphs(model, data["val"], self.task.num_classes, self.config.device)
+            test = evaluate_graphs(model, data["test"], self.task.num_classes, self.config.device)
+            client.state["scores"] = {"val_acc": val["acc"], "val_auc": val["auc"], "test_acc": test["acc"], "test_auc": test["auc"]}
+            n = len(data["train"])
+        new = state_of(model)
+        update = {k: new[k].double() - global_state[k].double() for k in global_state}
+        weight = 1.0 if self.options["weighting"] == "uniform" else float(n)
+        return update, weight
+
+    def handle_report(self, client: Party) -> dict[str, torch.Tensor]:
+        """Scores sent (protected) for the server's model selection."""
+        s = client.state["scores"]
+        key = "val_acc" if isinstance(self.task, NodeTask) else "val_auc"
+        vals = [s[key], s["test_acc"]]
+        return {"scores": torch.tensor([v if v == v else 0.0 for v in vals], dtype=torch.float64)}
+
+    # ------------------------------------------------------------- one round
+    def run_round(self, fed: Federation, r: int) -> dict[str, float]:
+        ex = fed.exchange
+        received = ex.broadcast(TAG_MODEL, self.configure_train(fed.server))
+        updates, weights = {}, {}
+        for cid, global_state in received.items():
+            updates[cid], weights[cid] = self.handle_train(fed.parties[cid], global_state)
+        mean_update = ex.aggregate(TAG_UPDATE, updates, weights=weights)
+        self.aggregate_train(fed.server, mean_update)
+        reports = {cid: self.handle_report(fed.parties[cid]) for cid in received}
+        mean_scores = ex.aggregate(TAG_METRICS, reports)["scores"]
+        return {"server_mean_val": float(mean_scores[0]), "server_mean_test_acc": float(mean_scores[1])}
+
+    # ------------------------------------------------------------- measuring
+    def measure(self, fed: Federation) -> dict[str, Any]:
+        return measure_clients(self, fed)
+
+    def summarize(self, history: list[dict[str, Any]]) -> dict[str, Any]:
+        return summarize_task(self.task, history)
+
+
+@register_method
+class FedProx(FedAvg):
+    """FedProx: FedAvg with a proximal term ``mu`` (``--prox-mu``, default 0.01)."""
+
+    name = "fedprox"
+
+    def __init__(self, task: Task, config: MethodConfig) -> None:
+        if config.train.prox_mu <= 0:
+            from dataclasses import replace
+
+            config = MethodConfig(**{**config.__dict__, "train": replace(config.train, prox_mu=0.01)})
+        super().__init__(task, config)
+
+
+def measure_clients(method: Method, fed: Federation) -> dict[str, Any]:
+    """Mean and per-client scores each client computed on its own data; plus, for graph
+    tasks, the server's global model on the global test set."""
+    per_client = {cid: dict(fed.parties[cid].state.get("scores", {})) for cid in fed.client_ids}
+    out: dict[str, Any] = {"per_client": per_client}
+    if isinstance(method.task, NodeTask):
+        out["mean_val"] = _mean(s.get("val_acc") for s in per_client.values())
+        out["mean_test"] = _mean(s.get("test_acc") for s in per_client.values())
+    else:
+        out["mean_val"] = _mean(s.get("val_auc") for s in per_client.values())
+        out["mean_test"] = _mean(s.get("test_auc") for s in per_client.values())
+        model = fed.server.state.get("model")
+        if model is not None:
+            g = evaluate_graphs(model, method.task.global_test, method.task.num_classes, method.config.device)
+            out["global_test_acc"], out["global_test_auc"] = g["acc"], g["auc"]
+    return out
+
+
+def summarize_task(task: Task, history: list[dict[str, Any]]) -> dict[str, Any]:
+    """Node: FED-PUB's best-validation-round test accuracy. Graph: the global model's test
+    ROC-AUC/accuracy at the best-validation round and at the final round."""
+    best = select_best_round(history)
+    if not best:
+        return {}
+    if isinstance(task, NodeTask):
+        return {"test_acc": best["test"], **{k: v for k, v in best.items() if k != "test"}}
+    at = next(h for h in history if h["round"] == best["best_round"])
+    last = history[-1]
+    return {
+        "test_auc": at.get("global_test_auc", best["test"]),
+        "test_acc": at.get("global_test_acc"),
+        "final_test_auc": last.get("global_test_auc", last.get("mean_test")),
+        "final_test_acc": last.get("global_test_acc"),
+        "best_round": best["best_round"],
+        "best_val": best["best_val"],
+        "per_client": best["per_client"],
+    }
+
+
+def _mean(values: Any) -> float:
+    vals = [v for v in values if v is not None and v == v]
+    return float(sum(vals) / len(vals)) if vals else float("nan")

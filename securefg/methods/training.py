@@ -1,0 +1,145 @@
+"""Local training and evaluation loops shared by the baselines (one party's own work).
+
+Everything here runs *as one party* on that party's own model and data; nothing crosses a
+party boundary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch_geometric.data import Batch, Data
+from torch_geometric.loader import DataLoader
+
+from securefg.metrics import accuracy, roc_auc
+
+ProxFn = Callable[[nn.Module], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Local optimisation settings.
+
+    Args:
+        lr (float): Adam learning rate. (default: ``0.01``)
+        weight_decay (float): Adam weight decay. (default: ``1e-6``)
+        local_epochs (int): Epochs per round. (default: ``1``)
+        batch_size (int): Graph mini-batch size (graph tasks). (default: ``32``)
+        prox_mu (float): FedProx proximal coefficient (0 = FedAvg). (default: ``0.0``)
+    """
+
+    lr: float = 0.01
+    weight_decay: float = 1e-6
+    local_epochs: int = 1
+    batch_size: int = 32
+    prox_mu: float = 0.0
+
+
+def proximal_term(model: nn.Module, anchor: Mapping[str, torch.Tensor], mu: float) -> torch.Tensor:
+    """FedProx's ``mu/2 * ||w - w_global||^2`` over the trainable parameters."""
+    terms = [((p - anchor[n].to(p.device)) ** 2).sum() for n, p in model.named_parameters() if p.requires_grad]
+    return 0.5 * mu * torch.stack(terms).sum()
+
+
+def train_node_epochs(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    data: Data,
+    epochs: int,
+    prox: ProxFn | None = None,
+) -> float:
+    """Full-batch training on the nodes in ``data.train_mask``; returns the last loss."""
+    model.train()
+    loss_val = float("nan")
+    for _ in range(epochs):
+        optimizer.zero_grad()
+        out = model(data.x, data.edge_index)
+        loss = F.cross_entropy(out[data.train_mask], data.y[data.train_mask])
+        if prox is not None:
+            loss = loss + prox(model)
+        loss.backward()
+        optimizer.step()
+        loss_val = float(loss.detach())
+    return loss_val
+
+
+@torch.no_grad()
+def evaluate_node(model: nn.Module, data: Data) -> dict[str, float]:
+    """Accuracy on the train/val/test masks of ``data``."""
+    model.eval()
+    out = model(data.x, data.edge_index)
+    return {
+        f"{split}_acc": accuracy(out[getattr(data, f"{split}_mask")], data.y[getattr(data, f"{split}_mask")])
+        for split in ("train", "val", "test")
+    }
+
+
+def train_graph_epochs(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    graphs: Sequence[Data],
+    *,
+    epochs: int,
+    batch_size: int,
+    device: torch.device,
+    generator: torch.Generator | None = None,
+    prox: ProxFn | None = None,
+) -> float:
+    """Mini-batch training on labelled graphs; returns the mean loss of the last epoch."""
+    if not graphs:
+        return float("nan")
+    model.train()
+    loader = DataLoader(list(graphs), batch_size=batch_size, shuffle=True, generator=generator)
+    last = float("nan")
+    for _ in range(epochs):
+        total, count = 0.0, 0
+        for batch in loader:
+            batch = batch.to(device)
+            optimizer.zero_grad()
+            out = model(batch.x, batch.edge_index, batch.batch)
+            loss = F.cross_entropy(out, batch.y.view(-1))
+            if prox is not None:
+                loss = loss + prox(model)
+            loss.backward()
+            optimizer.step()
+            total += float(loss.detach()) * batch.num_graphs
+            count += batch.num_graphs
+        last = total / max(count, 1)
+    return last
+
+
+@torch.no_grad()
+def predict_graphs(model: nn.Module, graphs: Sequence[Data], device: torch.device, batch_size: int = 256) -> tuple[torch.Tensor, torch.Tensor]:
+    """Logits and labels for a list of graphs."""
+    model.eval()
+    logits, labels = [], []
+    for i in range(0, len(graphs), batch_size):
+        batch = Batch.from_data_list(list(graphs[i : i + batch_size])).to(device)
+        logits.append(model(batch.x, batch.edge_index, batch.batch).cpu())
+        labels.append(batch.y.view(-1).cpu())
+    if not logits:
+        return torch.zeros(0, 1), torch.zeros(0, dtype=torch.long)
+    return torch.cat(logits), torch.cat(labels)
+
+
+def evaluate_graphs(model: nn.Module, graphs: Sequence[Data], num_classes: int, device: torch.device) -> dict[str, float]:
+    """Accuracy and ROC-AUC on a list of graphs."""
+    logits, y = predict_graphs(model, graphs, device)
+    return {"acc": accuracy(logits, y), "auc": roc_auc(logits, y, num_classes)}
+
+
+def state_of(model: nn.Module) -> dict[str, torch.Tensor]:
+    """A detached CPU copy of the model's floating parameters and buffers."""
+    return {k: v.detach().to("cpu").clone() for k, v in model.state_dict().items() if v.is_floating_point()}
+
+
+def load_state(model: nn.Module, tensors: Mapping[str, torch.Tensor]) -> None:
+    """Load floating tensors (received from another party) into ``model`` in place."""
+    own = model.state_dict()
+    with torch.no_grad():
+        for k, v in tensors.items():
+            own[k].copy_(v.to(own[k].device, own[k].dtype))

@@ -1,0 +1,93 @@
+import pytest
+import torch
+
+from securefg.errors import InvalidInputError, UnboundTagError
+from securefg.federation.exchange import Exchange
+from securefg.federation.party import SERVER, Party, client_id
+from securefg.federation.transport import InProcessTransport
+from securefg.protocol.stack import ProtocolStack
+
+
+def _ex(n=3, stack="plaintext"):
+    parties = {SERVER: Party(SERVER), **{client_id(k): Party(client_id(k)) for k in range(n)}}
+    t = InProcessTransport(parties)
+    ex = Exchange(transport=t, stack=ProtocolStack.load(stack) if isinstance(stack, str) else stack, parties=parties)
+    ex.round = 0
+    return ex
+
+
+def test_weighted_mean_aggregate_matches_direct_computation():
+    ex = _ex(4)
+    g = torch.Generator().manual_seed(1)
+    xs = {c: {"a": torch.randn(3, 2, generator=g), "b": torch.randn(4, generator=g)} for c in ex.clients}
+    w = {c: float(i + 1) for i, c in enumerate(ex.clients)}
+    out = ex.aggregate("u", xs, weights=w)
+    for k in ("a", "b"):
+        expected = sum(w[c] * xs[c][k].double() for c in ex.clients) / sum(w.values())
+        assert torch.allclose(out[k].double(), expected, atol=1e-6)
+        assert out[k].shape == xs["client/0"][k].shape
+
+
+def test_received_broadcast_is_a_copy_not_a_reference():
+    ex = _ex(2)
+    w = torch.zeros(5)
+    got = ex.broadcast("m", {"w": w})
+    got["client/0"]["w"] += 1.0
+    assert torch.equal(w, torch.zeros(5))
+    assert got["client/0"]["w"].data_ptr() != got["client/1"]["w"].data_ptr()
+
+
+def test_method_cannot_reach_another_partys_state_except_through_envelopes():
+    ex = _ex(2)
+    secret = torch.randn(4)
+    ex.parties["client/0"].state["secret"] = secret
+    # The only path from client/0 to the server is an exchange; what arrives is a decoded copy.
+    got = ex.send("s", {"x": secret}, sender="client/0", receiver=SERVER)
+    assert torch.equal(got["x"], secret) and got["x"].data_ptr() != secret.data_ptr()
+    assert "secret" not in ex.parties[SERVER].state
+    # and every byte that crossed is in the transcript
+    assert [(r.sender, r.receiver, r.tag) for r in ex.transport.transcript] == [("client/0", SERVER, "s")]
+
+
+def test_aggregate_rejects_nan_inputs():
+    ex = _ex(2)
+    xs = {c: {"a": torch.tensor([1.0, float("nan")])} for c in ex.clients}
+    with pytest.raises(InvalidInputError, match="NaN or Inf"):
+        ex.aggregate("u", xs)
+
+
+def test_aggregate_rejects_mismatched_shapes():
+    ex = _ex(2)
+    xs = {"client/0": {"a": torch.ones(3)}, "client/1": {"a": torch.ones(4)}}
+    with pytest.raises(InvalidInputError, match="differ from the others"):
+        ex.aggregate("u", xs)
+
+
+def test_unbound_tag_is_an_error_never_plaintext():
+    stack = ProtocolStack.from_dict({"name": "only-model", "tags": {"fedavg/model": {"mechanism": "plaintext"}}})
+    ex = _ex(2, stack)
+    with pytest.raises(UnboundTagError, match="'fedavg/update' is not bound"):
+        ex.aggregate("fedavg/update", {c: {"a": torch.ones(1)} for c in ex.clients})
+
+
+def test_peer_sum_target_learns_sum_of_peers_only():
+    ex = _ex(3)
+    xs = {"client/1": {"a": torch.ones(2)}, "client/2": {"a": 2 * torch.ones(2)}}
+    out = ex.peer_sum("p", "client/0", xs)
+    assert torch.equal(out["a"], 3 * torch.ones(2))
+    with pytest.raises(InvalidInputError, match="own peer sum"):
+        ex.peer_sum("p", "client/1", xs)
+
+
+def test_tag_kind_cannot_change():
+    ex = _ex(2)
+    ex.broadcast("t", {"a": torch.ones(1)})
+    with pytest.raises(InvalidInputError, match="used as 'broadcast'"):
+        ex.aggregate("t", {c: {"a": torch.ones(1)} for c in ex.clients})
+
+
+def test_relay_excludes_self_and_delivers_everything_else():
+    ex = _ex(3)
+    out = ex.relay("r", {c: c.encode() for c in ex.clients})
+    for c, items in out.items():
+        assert sorted(items) == sorted(o.encode() for o in ex.clients if o != c)
