@@ -65,6 +65,32 @@ class OverflowRiskError(MechanismError):
     """A fixed-point encoding would overflow its ring for the given number of summands."""
 
 
+class UnexpectedMessageError(ProtocolError):
+    """A well-authenticated message arrived where the protocol does not expect it.
+
+    Raised for a message bound to another stage, round or tag, or from a sender that is not
+    expected at this point of the protocol (a protocol-level replay or reordering).
+    """
+
+
+class InvalidClaimError(MechanismError):
+    """A client refused a server (or aggregator) claim that an honest server never makes.
+
+    Examples: a list naming the same client twice, an unknown id, a client listed both dead
+    and alive, or fewer than the threshold. ``reason`` carries the mechanism's abort-reason
+    enum so callers can branch on it.
+    """
+
+    def __init__(self, message: str, *, reason: object = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+# --- privacy -----------------------------------------------------------------------------
+class PerSampleGradientError(ConfigError):
+    """A model cannot be trained with per-sample-gradient DP-SGD (Opacus); the message says why."""
+
+
 # --- run time ----------------------------------------------------------------------------
 class CheckpointError(SecureFGError):
     """A checkpoint is missing, corrupt or does not match the run configuration."""

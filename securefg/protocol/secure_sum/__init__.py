@@ -1,0 +1,15 @@
+"""Masked secure sums with dropouts (SecAgg+): the ``secure_sum`` mechanism.
+
+Importing this package registers ``secure_sum`` for the ``aggregate`` and ``peer_sum``
+exchanges. Layout (fcp SecAgg's one file per stage and side):
+
+* ``constants`` — stage names, domains, share kinds, drop and abort reasons;
+* ``prg``, ``shamir``, ``crypto``, ``quantize``, ``harary`` — the building blocks;
+* ``messages``, ``route``, ``context``, ``settings`` — wire formats, paths and per-call state;
+* ``client/<stage>.py``, ``server/<stage>.py`` — the two stage machines;
+* ``mechanism`` — the driver registered with the protocol stack.
+"""
+
+from securefg.protocol.secure_sum.mechanism import SecureSum, SecureSumReport
+
+__all__ = ["SecureSum", "SecureSumReport"]
