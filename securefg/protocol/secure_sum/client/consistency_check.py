@@ -45,7 +45,7 @@ class ConsistencyCheck(ClientStage):
         for r in rows:
             known = ctx.own_keys if r.pid == ctx.pid else ctx.peers.get(r.pid)
             if known is not None and known.sign_pk != r.sign_pk:
-                raise self.refuse(AbortReason.CONFIG_MISMATCH, f"{r.pid!r}'s signing key changed since AdvertiseKeys")
+                raise self.refuse(AbortReason.CONFIG_MISMATCH, f"the signing key of {r.pid!r} changed since AdvertiseKeys")
             if len(r.sign_pk) != crypto.KEY_BYTES:
                 raise self.refuse(AbortReason.MALFORMED_CLAIM, f"{r.pid!r} has a malformed signing key")
         ctx.survivors = tuple(survivors)

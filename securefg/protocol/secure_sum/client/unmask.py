@@ -75,6 +75,6 @@ class Unmask(ClientStage):
             try:
                 Ed25519PublicKey.from_public_bytes(ctx.survivor_sign_keys[pid]).verify(sig, message)
             except (InvalidSignature, ValueError) as exc:
-                raise self.refuse(AbortReason.BAD_SIGNATURES, f"{pid!r}'s signature does not verify") from exc
+                raise self.refuse(AbortReason.BAD_SIGNATURES, f"the signature of {pid!r} does not verify") from exc
         if len(signers) < ctx.threshold:
             raise self.refuse(AbortReason.BAD_SIGNATURES, f"{len(signers)} signatures, fewer than t = {ctx.threshold}")
