@@ -149,7 +149,7 @@ def choose_parameters(
     return GraphParameters(k, t, privacy(k, t), reliability(k, t))
 
 
-def resolve_threshold(threshold: int | float | None, degree: int, default: int) -> int:
+def resolve_threshold(threshold: float | None, degree: int, default: int) -> int:
     """A threshold given as a count (int) or a fraction of ``degree`` (float in (0, 1]).
 
     A count larger than ``degree`` is kept: such a round cannot run and aborts with

@@ -106,7 +106,8 @@ class Quantizer:
             x = np.clip(x, -self.clip, self.clip)
         q = np.rint(np.ldexp(x, self.fraction_bits))
         signed = np.dtype(f"<i{self.bits // 8}")
-        return q.astype(signed).view(ring_dtype(self.bits))
+        out: np.ndarray = q.astype(signed).view(ring_dtype(self.bits))
+        return out
 
     def dequantize(self, total: np.ndarray) -> np.ndarray:
         """Decode a ring sum of at most ``summands`` encoded vectors into float64."""

@@ -14,8 +14,8 @@ import pytest
 import torch
 
 from securefg.federation.party import Party, client_id
-from securefg.federation.transport import InProcessTransport
 from securefg.federation.transcript import Transcript
+from securefg.federation.transport import InProcessTransport
 from securefg.protocol.mechanism import ExchangeCall
 from securefg.protocol.secure_sum import SecureSum
 from securefg.protocol.secure_sum.client import AdvertiseKeys, ClientStage

@@ -8,9 +8,10 @@ from securefg.errors import InvalidClaimError, TooFewSurvivorsError, UnexpectedM
 from securefg.protocol.secure_sum.client import ShareKeys
 from securefg.protocol.secure_sum.constants import AbortReason, ClientDropReason, Stage
 from securefg.protocol.secure_sum.context import AggregatorContext
-from securefg.protocol.secure_sum.messages import encode_keys, PeerKeys
+from securefg.protocol.secure_sum.messages import PeerKeys, encode_keys
 from securefg.protocol.secure_sum.route import Delivery
-from securefg.protocol.secure_sum.server import AdvertiseKeys, ShareKeys as ServerShareKeys
+from securefg.protocol.secure_sum.server import AdvertiseKeys
+from securefg.protocol.secure_sum.server import ShareKeys as ServerShareKeys
 
 from .conftest import Harness
 

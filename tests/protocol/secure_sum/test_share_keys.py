@@ -8,7 +8,12 @@ from securefg.errors import InvalidClaimError
 from securefg.protocol.secure_sum import crypto, shamir
 from securefg.protocol.secure_sum.client import MaskedInput
 from securefg.protocol.secure_sum.constants import AbortReason, ClientDropReason, Domain, Stage
-from securefg.protocol.secure_sum.messages import PeerKeys, decode_share_plaintext, encode_addressed, encode_peer_keys
+from securefg.protocol.secure_sum.messages import (
+    PeerKeys,
+    decode_share_plaintext,
+    encode_addressed,
+    encode_peer_keys,
+)
 from securefg.protocol.secure_sum.route import Delivery
 from securefg.protocol.secure_sum.server import ShareKeys as ServerShareKeys
 

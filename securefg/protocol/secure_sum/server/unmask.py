@@ -88,8 +88,8 @@ class Unmask(ServerStage):
                     tag=ctx.info.tag, pair=(u, owner),
                 )
                 expander.add_into(total, seed, subtract=u < owner)
-        values = torch.from_numpy(ctx.quantizer.dequantize(total))
-        return Completed(ctx, values, tuple(sorted(alive)))
+        result = torch.from_numpy(ctx.quantizer.dequantize(total))
+        return Completed(ctx, result, tuple(sorted(alive)))
 
 
 class Completed(ServerStage):
