@@ -1,0 +1,55 @@
+"""Partitioners: split a graph's nodes, or a dataset's graphs, over federated clients.
+
+Every partitioner is a seeded callable returning a :class:`Partition`; see
+:class:`~securefg.data.partition.base.Partitioner` for caching.
+"""
+
+from securefg.data.partition.base import Partitioner
+from securefg.data.partition.dirichlet import DirichletGraphSplit, dirichlet_label_split
+from securefg.data.partition.graph_split import GraphSplit, graph_labels
+from securefg.data.partition.kmeans import KMeansPartitioner
+from securefg.data.partition.louvain import LouvainPartitioner
+from securefg.data.partition.metis import MetisPartitioner, metis_membership
+from securefg.data.partition.multi_dataset import MultiDatasetSplit, concat_with_global_labels
+from securefg.data.partition.overlapping import OverlappingMetisPartitioner
+from securefg.data.partition.partition import Partition
+from securefg.data.partition.random_nodes import RandomPartitioner
+from securefg.data.partition.stats import (
+    PartitionStats,
+    graph_partition_statistics,
+    label_heterogeneity,
+    partition_statistics,
+)
+from securefg.data.partition.subgraphs import (
+    ExternalEdges,
+    client_graph_sets,
+    client_subgraphs,
+    external_edges,
+    global_test_graphs,
+)
+
+__all__ = [
+    "Partition",
+    "Partitioner",
+    "MetisPartitioner",
+    "OverlappingMetisPartitioner",
+    "LouvainPartitioner",
+    "RandomPartitioner",
+    "KMeansPartitioner",
+    "GraphSplit",
+    "DirichletGraphSplit",
+    "MultiDatasetSplit",
+    "metis_membership",
+    "dirichlet_label_split",
+    "graph_labels",
+    "concat_with_global_labels",
+    "client_subgraphs",
+    "external_edges",
+    "ExternalEdges",
+    "client_graph_sets",
+    "global_test_graphs",
+    "partition_statistics",
+    "graph_partition_statistics",
+    "label_heterogeneity",
+    "PartitionStats",
+]
