@@ -14,7 +14,7 @@ from securefg.errors import ConfigError
 #: Hard caps on every size a (possibly hostile) peer can ask the receiver to allocate.
 MAX_WIDTH = 256
 MAX_LAYERS = 16
-MAX_CONDITIONS = 65_536
+MAX_CONDITIONS = 4096
 
 
 @dataclass(frozen=True)

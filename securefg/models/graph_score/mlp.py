@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 import torch
 from torch import nn
@@ -45,7 +46,7 @@ class ConditionalMLP(nn.Module):
         if num_layers < 2:
             raise ValueError(f"'{self.__class__.__name__}' needs num_layers >= 2, got {num_layers}")
         widths = [in_features] + [hidden_features] * (num_layers - 1) + [out_features]
-        self.linears = nn.ModuleList(nn.Linear(a, b) for a, b in zip(widths[:-1], widths[1:]))
+        self.linears = nn.ModuleList(nn.Linear(a, b) for a, b in zip(widths[:-1], widths[1:], strict=True))
         self.conds = nn.ModuleList(
             ConditionalGainBias(hidden_features, num_conditions) for _ in range(num_layers - 1)
         )
@@ -54,13 +55,13 @@ class ConditionalMLP(nn.Module):
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:
         """Re-initialise every layer from ``generator``."""
         for linear in self.linears:
-            reset_linear_(linear, generator)
+            reset_linear_(cast(nn.Linear, linear), generator)
         for cond in self.conds:
-            cond.reset_parameters(generator)
+            cast(ConditionalGainBias, cond).reset_parameters(generator)
 
     def forward(self, h: torch.Tensor, cond: torch.Tensor) -> torch.Tensor:
         """Apply the MLP, conditioning every hidden layer on ``cond``."""
-        for linear, gain_bias in zip(self.linears[:-1], self.conds):
+        for linear, gain_bias in zip(self.linears[:-1], self.conds, strict=True):
             h = self.act(gain_bias(linear(h), cond))
         return self.linears[-1](h)
 
