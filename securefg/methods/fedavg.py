@@ -46,6 +46,7 @@ class FedAvg(Method):
     """
 
     name = "fedavg"
+    default_stack = "fedavg_secure_sum"
     TAGS = {TAG_MODEL: ExchangeKind.BROADCAST, TAG_UPDATE: ExchangeKind.AGGREGATE, TAG_METRICS: ExchangeKind.AGGREGATE}
     option_defaults = {"weighting": "uniform"}
 
