@@ -1,0 +1,239 @@
+"""A CKKS-encrypted vector of any length, packed into full-slot TenSEAL ciphertexts.
+
+A vector of length L is split into ``ceil(L / slots)`` chunks; every chunk is zero-padded to the
+full slot count, so that TenSEAL's rotate-and-sum (``dot``) leaves the *whole* sum in every slot
+instead of partial window sums that would reveal the element-wise products to a decryptor.
+
+Wire format (little-endian), parsed with explicit checks, never pickled::
+
+    b"SFGC" | u8 version | u64 length | u32 chunk_size | u32 count | count * (u32 len | chunk)
+
+``chunk`` is TenSEAL's own protobuf serialization of one ``CKKSVector`` (no context inside).
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import tenseal as ts
+import torch
+
+from securefg.errors import CodecError, InvalidInputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from securefg.protocol.ckks.public_context import PublicContext
+    from securefg.protocol.ckks.secret_context import SecretContext
+
+MAGIC = b"SFGC"
+VERSION = 1
+_HEADER = struct.Struct("<4sBQII")
+#: A sanity cap per encrypted vector; callers pass tighter limits when they know the length.
+DEFAULT_MAX_BYTES = 2**33
+
+
+def _primes_left(chunk: ts.CKKSVector) -> int:
+    return int(chunk.ciphertext()[0].coeff_modulus_size())
+
+
+class EncryptedVector:
+    """A real vector under CKKS, as a list of full-slot ciphertext chunks.
+
+    Build one with :meth:`SecretContext.encrypt` / :meth:`PublicContext.encrypt`, or parse received
+    bytes with ``context.load(data)``. Decrypting needs a :class:`SecretContext`.
+
+    Args:
+        chunks (Sequence[ts.CKKSVector]): The ciphertexts (all linked to one context).
+        length (int): Number of meaningful values (the rest of the last chunk is padding).
+    """
+
+    __slots__ = ("_chunks", "_length")
+
+    def __init__(self, chunks: Sequence[ts.CKKSVector], length: int) -> None:
+        if not chunks:
+            raise InvalidInputError("an encrypted vector needs at least one ciphertext")
+        self._chunks = list(chunks)
+        self._length = int(length)
+
+    # ------------------------------------------------------------------------ properties
+    @property
+    def length(self) -> int:
+        """Number of meaningful values."""
+        return self._length
+
+    @property
+    def num_chunks(self) -> int:
+        """Number of ciphertexts."""
+        return len(self._chunks)
+
+    @property
+    def chunk_size(self) -> int:
+        """Slots per ciphertext (the full slot count, or 1 for reduced scalars)."""
+        return int(self._chunks[0].size())
+
+    def is_public(self) -> bool:
+        """Whether the context these ciphertexts are linked to holds no secret key."""
+        return bool(self._chunks[0].context().is_public())
+
+    # ------------------------------------------------------------------------ encryption
+    @classmethod
+    def _encrypt(cls, ctx: ts.Context, vector: torch.Tensor, slots: int) -> EncryptedVector:
+        """Encrypt ``vector`` under ``ctx`` (public-key encryption): used by the context types."""
+        if not isinstance(vector, torch.Tensor) or vector.dim() != 1:
+            raise InvalidInputError("CKKS encrypts 1-D tensors; flatten named tensors first")
+        if vector.numel() == 0:
+            raise InvalidInputError("cannot encrypt an empty vector")
+        arr = vector.detach().to("cpu", torch.float64).numpy()
+        if not np.isfinite(arr).all():
+            raise InvalidInputError("cannot encrypt NaN or Inf")
+        n = arr.size
+        count = math.ceil(n / slots)
+        padded = np.zeros(count * slots, dtype=np.float64)
+        padded[:n] = arr
+        chunks = [ts.ckks_vector(ctx, padded[i * slots : (i + 1) * slots].tolist()) for i in range(count)]
+        return cls(chunks, n)
+
+    @classmethod
+    def _decrypt(cls, vec: EncryptedVector, secret_key: ts.enc_context.SecretKey) -> torch.Tensor:
+        """Decrypt with ``secret_key``: only :class:`SecretContext` calls it."""
+        parts = [np.asarray(c.decrypt(secret_key), dtype=np.float64) for c in vec._chunks]
+        flat = np.concatenate(parts)[: vec._length]
+        return torch.from_numpy(flat)
+
+    # ------------------------------------------------------------------------ arithmetic
+    @property
+    def modulus_primes(self) -> int:
+        """Primes left in the ciphertexts' modulus (one fewer after each rescale)."""
+        sizes = {_primes_left(c) for c in self._chunks}
+        if len(sizes) != 1:
+            raise InvalidInputError(f"chunks of one vector sit at different levels {sorted(sizes)}")
+        return int(sizes.pop())
+
+    def _check_compatible(self, other: EncryptedVector, op: str) -> None:
+        if not isinstance(other, EncryptedVector):
+            raise InvalidInputError(f"cannot {op} an EncryptedVector and a {type(other).__name__}")
+        if (self._length, self.num_chunks, self.chunk_size) != (other._length, other.num_chunks, other.chunk_size):
+            raise InvalidInputError(
+                f"cannot {op} encrypted vectors of lengths {self._length} and {other._length}"
+            )
+        if _primes_left(self._chunks[0]) != _primes_left(other._chunks[0]):  # chunks share a level
+            # Mod-switching a fresh term down to a rescaled one would mix scale factors that the
+            # decryptor corrects per level (see SecretContext.decrypt): multiply both sides.
+            raise InvalidInputError(
+                f"cannot {op} ciphertexts after different numbers of multiplications "
+                f"({_primes_left(self._chunks[0])} vs {_primes_left(other._chunks[0])} primes left); "
+                "multiply every term"
+            )
+
+    def __add__(self, other: EncryptedVector) -> EncryptedVector:
+        """Slot-wise sum (no level consumed)."""
+        self._check_compatible(other, "add")
+        return EncryptedVector([a + b for a, b in zip(self._chunks, other._chunks)], self._length)
+
+    def __mul__(self, scalar: float) -> EncryptedVector:
+        """Multiply by a public scalar: one level, even for ``1.0`` (keeps levels uniform)."""
+        s = float(scalar)
+        if not math.isfinite(s):
+            raise InvalidInputError(f"cannot multiply by {s}")
+        return EncryptedVector([c * s for c in self._chunks], self._length)
+
+    __rmul__ = __mul__
+
+    def dot(self, other: EncryptedVector) -> EncryptedVector:
+        """Encrypted inner product as a length-1 vector with every other slot masked to zero.
+
+        Costs two levels (the ciphertext product, then the one-hot mask) and needs Galois keys.
+        Because chunks are full-slot, rotate-and-sum puts the whole sum in *every* slot; the mask
+        then keeps only slot 0, so a decryptor sees the scalar and CKKS noise, nothing else.
+        """
+        self._check_compatible(other, "dot")
+        if self.chunk_size == 1:
+            raise InvalidInputError("dot of already-reduced scalars is not supported")
+        total = None
+        for a, b in zip(self._chunks, other._chunks):
+            d = a.dot(b)
+            total = d if total is None else total + d
+        assert total is not None
+        # A length-1 plaintext is encoded as [1, 0, ..., 0]: the one-hot mask on slot 0.
+        return EncryptedVector([total * [1.0]], 1)
+
+    def rerandomize(self, context: PublicContext | SecretContext) -> EncryptedVector:
+        """Add a fresh public-key encryption of zero to every chunk.
+
+        The result decrypts to the same values (up to CKKS noise) but its bytes are unlinkable to
+        this ciphertext's for anyone without the secret key.
+        """
+        zeros = context.encrypt_zeros(self.chunk_size * self.num_chunks, chunk_size=self.chunk_size)
+        return EncryptedVector([a + z for a, z in zip(self._chunks, zeros._chunks)], self._length)
+
+    # ------------------------------------------------------------------------------ codec
+    def to_bytes(self) -> bytes:
+        """Serialize (ciphertexts only; the context never travels with them)."""
+        parts = [_HEADER.pack(MAGIC, VERSION, self._length, self.chunk_size, self.num_chunks)]
+        for c in self._chunks:
+            raw = c.serialize()
+            parts.append(struct.pack("<I", len(raw)))
+            parts.append(raw)
+        return b"".join(parts)
+
+    @classmethod
+    def _from_bytes(
+        cls,
+        ctx: ts.Context,
+        data: bytes,
+        *,
+        slots: int,
+        expected_length: int | None = None,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+    ) -> EncryptedVector:
+        """Parse bytes from :meth:`to_bytes` and link the ciphertexts to ``ctx``.
+
+        Raises:
+            CodecError: bad magic or version, wrong sizes, trailing bytes, or ciphertexts that
+                TenSEAL/SEAL reject for this context's parameters.
+        """
+        if not isinstance(data, (bytes, bytearray)):
+            raise CodecError(f"encrypted vector must be bytes, got {type(data).__name__}")
+        if len(data) > max_bytes:
+            raise CodecError(f"encrypted vector of {len(data)} bytes exceeds the limit of {max_bytes}")
+        if len(data) < _HEADER.size:
+            raise CodecError("encrypted vector truncated (header)")
+        magic, version, length, chunk_size, count = _HEADER.unpack_from(data)
+        if magic != MAGIC:
+            raise CodecError("payload is not a securefg CKKS vector (bad magic)")
+        if version != VERSION:
+            raise CodecError(f"unsupported CKKS vector version {version} (this build reads {VERSION})")
+        if expected_length is not None and length != expected_length:
+            raise CodecError(f"encrypted vector has length {length}, expected {expected_length}")
+        if length == 0:
+            raise CodecError("encrypted vector declares length 0")
+        if not (chunk_size == slots or (chunk_size == 1 and length == 1)):
+            raise CodecError(f"chunk size {chunk_size} does not match this context ({slots} slots)")
+        if count != math.ceil(length / chunk_size):
+            raise CodecError(f"{count} chunks cannot hold exactly {length} values of {chunk_size} slots")
+        pos = _HEADER.size
+        chunks: list[ts.CKKSVector] = []
+        for i in range(count):
+            if pos + 4 > len(data):
+                raise CodecError(f"encrypted vector truncated (chunk {i} length)")
+            (n,) = struct.unpack_from("<I", data, pos)
+            pos += 4
+            if pos + n > len(data):
+                raise CodecError(f"encrypted vector truncated (chunk {i})")
+            try:
+                chunk = ts.ckks_vector_from(ctx, bytes(data[pos : pos + n]))
+            except Exception as exc:  # TenSEAL raises ValueError/RuntimeError/TypeError
+                raise CodecError(f"chunk {i} is not a valid ciphertext for this context: {exc}") from exc
+            if chunk.size() != chunk_size:
+                raise CodecError(f"chunk {i} holds {chunk.size()} slots, header says {chunk_size}")
+            chunks.append(chunk)
+            pos += n
+        if pos != len(data):
+            raise CodecError(f"{len(data) - pos} trailing bytes after the last ciphertext")
+        return cls(chunks, length)
+
+    def __repr__(self) -> str:
+        return f"EncryptedVector(length={self._length}, chunks={self.num_chunks})"

@@ -1,0 +1,158 @@
+"""The ``sealed_relay`` mechanism: opaque items sealed end to end, forwarded and shuffled.
+
+Each sender seals its item separately to every recipient
+(:mod:`~securefg.protocol.relay.sealed_box`: X25519 + HKDF + ChaCha20-Poly1305, bound to session,
+round, tag and recipient, padded by :mod:`~securefg.protocol.relay.padding`), and uploads the
+boxes to the server, which routes them, shuffles each recipient's bundle with a CSPRNG permutation
+and forwards it.
+
+Protects against:
+
+* **The server reading items**: it sees sealed boxes only (``Form.SEALED`` in the transcript).
+* **Tampering, redirection, replay** by the server or the network: a box opens only for its
+  recipient, in its round and tag; anything else raises :class:`~securefg.errors.AuthenticationError`.
+  Dropped or duplicated boxes are detected by count and raise :class:`~securefg.errors.ProtocolError`.
+* **Recipients linking items to senders** (``shuffle=True``): boxes carry no sender identity
+  (ephemeral keys), bundles are uniformly shuffled, and padding hides lengths.
+
+Does not protect against:
+
+* **The server linking** a forwarded box to its uploader: it forwards the very bytes it received.
+  Set ``shuffler = true`` (and add a ``shuffler`` party) to route onions through a second,
+  non-colluding party: the server then never sees an inner box before it is forwarded and cannot
+  link it to an upload; the shuffler sees recipients but not senders (the server shuffles the
+  onion batch it hands over). A colluding server and shuffler link everything (but still read nothing).
+* Traffic analysis of *who takes part*, and content that identifies its sender.
+* Denial of service: a malicious server can drop everything (detected, not prevented).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from securefg.errors import ConfigError, ProtocolError
+from securefg.federation.envelope import Envelope, Form
+from securefg.federation.party import SHUFFLER
+from securefg.protocol.mechanism import ExchangeCall, ExchangeKind, Mechanism, register_mechanism
+from securefg.protocol.relay import sealing_directory
+from securefg.protocol.relay.blob_list import pack_blobs, unpack_blobs
+from securefg.protocol.relay.constants import RelayStage, item_binding
+from securefg.protocol.relay.onion import shuffler_route
+from securefg.protocol.relay.padding import frame, padding_problems, unframe
+from securefg.protocol.relay.sealed_box import seal
+from securefg.protocol.relay.shuffle import secure_shuffle
+
+
+@register_mechanism
+class SealedRelay(Mechanism):
+    """End-to-end sealed relay through the server, with CSPRNG shuffling.
+
+    Args:
+        shuffler (bool): Route through the ``shuffler`` party (onion: sealed to the shuffler, inside
+            sealed to the recipient) so the server cannot link forwarded items to uploads.
+            (default: :obj:`False`)
+        padding (str | int): ``"pow2"``, ``"none"`` or a block size. (default: ``"pow2"``)
+    """
+
+    name = "sealed_relay"
+    exchanges = frozenset({ExchangeKind.RELAY})
+    defaults: ClassVar[Mapping[str, Any]] = {"shuffler": False, "padding": "pow2"}
+    protects = "sealed: the server forwards boxes it cannot open; recipients cannot tell senders"
+
+    @classmethod
+    def validate_params(cls, params: Mapping[str, Any]) -> list[str]:
+        """Unknown keys, a non-boolean ``shuffler``, an unknown ``padding``."""
+        problems = super().validate_params(params)
+        merged = {**cls.defaults, **params}
+        if not isinstance(merged["shuffler"], bool):
+            problems.append(f"shuffler must be true or false, got {merged['shuffler']!r}")
+        return problems + padding_problems(merged["padding"])
+
+    def run_relay(
+        self, call: ExchangeCall, items: Mapping[str, bytes], *, exclude_self: bool, shuffle: bool
+    ) -> dict[str, list[bytes]]:
+        """Seal to each recipient, route (via the shuffler if set), shuffle, forward, open."""
+        senders = sorted(p for p in items if p not in call.transport.offline)
+        recipients = list(senders)
+        onion = bool(self.params["shuffler"]) and shuffle
+        if onion and SHUFFLER not in call.parties:
+            raise ConfigError(
+                f"sealed_relay for {call.tag!r} has shuffler = true but the federation has no "
+                f"{SHUFFLER!r} party; add one or set shuffler = false"
+            )
+        owners = recipients + ([SHUFFLER] if onion else [])
+        sealing_directory.ensure(call, holders=senders, owners=owners)
+        targets = {s: [r for r in recipients if not (exclude_self and r == s)] for s in senders}
+
+        # --- each sender seals to each recipient (and, for onions, to the shuffler around it)
+        for s in senders:
+            body = frame(items[s], self.params["padding"])
+            blobs: list[bytes] = []
+            for r in targets[s]:
+                inner = seal(
+                    sealing_directory.peer_public(call, s, r), body, context=item_binding(call, r, b"item")
+                )
+                if onion:
+                    blobs.append(
+                        seal(
+                            sealing_directory.peer_public(call, s, SHUFFLER),
+                            pack_blobs([r.encode(), inner]),
+                            context=item_binding(call, SHUFFLER, b"onion"),
+                        )
+                    )
+                else:
+                    blobs += [r.encode(), inner]
+            call.transport.send(
+                Envelope(s, (call.server,), call.round, call.tag, pack_blobs(blobs),
+                         stage=RelayStage.UPLOAD, form=Form.SEALED)
+            )
+
+        # --- server (and shuffler): route, shuffle, forward
+        uploads = call.transport.receive_from(
+            call.server, senders, tag=call.tag, round=call.round, stage=RelayStage.UPLOAD
+        )
+        payloads = {s: env.payload for s, env in uploads.items()}
+        if onion:
+            bundles = shuffler_route(call, payloads, targets)
+        else:
+            bundles = self._server_route(payloads, targets, shuffle=shuffle)
+        for r in recipients:
+            call.transport.send(
+                Envelope(call.server, (r,), call.round, call.tag, pack_blobs(bundles.get(r, [])),
+                         stage=RelayStage.FORWARD, form=Form.SEALED)
+            )
+
+        # --- each recipient opens its bundle
+        expected = {r: sum(r in t for t in targets.values()) for r in recipients}
+        out: dict[str, list[bytes]] = {}
+        for r in recipients:
+            (env,) = call.transport.receive_from(
+                r, [call.server], tag=call.tag, round=call.round, stage=RelayStage.FORWARD
+            ).values()
+            boxes = unpack_blobs(env.payload, max_count=expected[r])
+            if len(boxes) != expected[r] or len(set(boxes)) != len(boxes):
+                raise ProtocolError(
+                    f"{r} expected {expected[r]} distinct sealed items for {call.tag!r}, got {len(boxes)} "
+                    f"({len(set(boxes))} distinct): the server dropped or duplicated items"
+                )
+            key = sealing_directory.own_key(call, r)
+            binding = item_binding(call, r, b"item")
+            out[r] = [unframe(key.open(b, context=binding)) for b in boxes]
+        return out
+
+    def _server_route(
+        self, uploads: Mapping[str, bytes], targets: Mapping[str, list[str]], *, shuffle: bool
+    ) -> dict[str, list[bytes]]:
+        """Acting as the server: check every upload's routing and build per-recipient bundles."""
+        bundles: dict[str, list[bytes]] = {}
+        for s in sorted(uploads):
+            fields = unpack_blobs(uploads[s], max_count=2 * len(targets[s]))
+            addressed = [f.decode("utf-8", errors="replace") for f in fields[0::2]]
+            if sorted(addressed) != sorted(targets[s]) or len(fields) != 2 * len(targets[s]):
+                raise ProtocolError(f"{s} addressed its sealed items to {addressed}, expected {targets[s]}")
+            for r, box in zip(addressed, fields[1::2]):
+                bundles.setdefault(r, []).append(box)
+        if shuffle:
+            bundles = {r: secure_shuffle(b) for r, b in bundles.items()}
+        return bundles
