@@ -81,3 +81,36 @@ def test_unknown_method_option_is_rejected():
 
     with pytest.raises(ConfigError, match="unknown option"):
         method_class("fedavg")(_node_task(1), MethodConfig(rounds=1, options={"nope": 1}))
+
+
+def _storages(obj, seen=None):
+    """Every tensor storage reachable from a party's state (modules, optimizers, data)."""
+    out = set()
+    if isinstance(obj, torch.Tensor):
+        if obj.numel():
+            out.add(obj.untyped_storage().data_ptr())
+    elif isinstance(obj, torch.nn.Module):
+        for t in list(obj.parameters()) + list(obj.buffers()):
+            out |= _storages(t)
+    elif isinstance(obj, torch.optim.Optimizer):
+        for st in obj.state.values():
+            out |= _storages(st)
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            out |= _storages(v)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            out |= _storages(v)
+    elif hasattr(obj, "to_dict"):
+        out |= _storages(obj.to_dict())
+    return out
+
+
+def test_after_a_run_no_two_parties_share_any_tensor_memory():
+    _, fed, _ = _run("fedavg", _node_task(3), rounds=3)
+    per_party = {pid: _storages(p.state) for pid, p in fed.parties.items()}
+    assert all(per_party[c] for c in fed.client_ids) and per_party["server"]
+    pids = list(per_party)
+    for i, a in enumerate(pids):
+        for b in pids[i + 1 :]:
+            assert not (per_party[a] & per_party[b]), f"{a} and {b} share tensor memory"
