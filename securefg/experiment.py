@@ -66,6 +66,11 @@ def run_experiment(cfg: RunConfig) -> dict[str, Any]:
     seed_everything(cfg.seed)
     device = resolve_device(cfg.device)
     mcls = method_class(cfg.method)
+    fixed = getattr(mcls, "fixed_rounds", None)  # one-shot methods (CeFGC) fix their round count
+    if fixed is not None and cfg.rounds != fixed:
+        from dataclasses import replace
+
+        cfg = replace(cfg, rounds=int(fixed))
     stack = resolve_stack(cfg)
     stack.check_tags(mcls.TAGS)
     task, data_info = build_task(cfg)

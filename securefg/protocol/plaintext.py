@@ -11,8 +11,10 @@ from collections.abc import Mapping, Sequence
 
 import torch
 
-from securefg.federation.codec import TensorSpec, decode_tensor, encode_tensor
+from securefg.errors import ProtocolError
+from securefg.federation.codec import TensorSpec, decode_tensor, decode_tensors, encode_tensor, encode_tensors
 from securefg.federation.envelope import Envelope, Form
+from securefg.federation.party import Party
 from securefg.protocol.mechanism import (
     ExchangeCall,
     ExchangeKind,
@@ -107,6 +109,18 @@ class Plaintext(Mechanism):
         got = upload_vectors(call, inputs, call.server, "plaintext/upload")
         return pairwise_similarity(got, metric)
 
+    @staticmethod
+    def plan_mix(server: Party, tag: str, plan: Mapping[str, Mapping[str, float]]) -> None:
+        """Acting as the server: forward linear combinations in the next relay of ``tag``.
+
+        Same contract as ``CKKSRelay.plan_mix`` (items are tensors from ``encode_tensors``;
+        output ``o`` is ``sum_s plan[o][s] * item_s`` and counts as ``o``'s own item), computed
+        in the clear: the plaintext baseline of CeFGC+'s pair averaging. The plan is used once.
+        """
+        server.state.setdefault("mech/plaintext", {}).setdefault("mix", {})[tag] = {
+            o: {s: float(a) for s, a in row.items()} for o, row in plan.items()
+        }
+
     def run_relay(
         self, call: ExchangeCall, items: Mapping[str, bytes], *, exclude_self: bool, shuffle: bool
     ) -> dict[str, list[bytes]]:
@@ -119,9 +133,13 @@ class Plaintext(Mechanism):
             call.server, senders, tag=call.tag, round=call.round, stage="relay/upload"
         )
         rng = random.Random(self.params["shuffle_seed"])
+        outputs = {s: env.payload for s, env in got.items()}
+        plan = call.state_of(call.server, self.name).get("mix", {}).pop(call.tag, None)
+        if plan is not None:
+            outputs = _mix(plan, outputs)
         out: dict[str, list[bytes]] = {}
         for receiver in senders:
-            bundle = [got[s].payload for s in sorted(got) if not (exclude_self and s == receiver)]
+            bundle = [outputs[s] for s in sorted(outputs) if not (exclude_self and s == receiver)]
             if shuffle:
                 rng.shuffle(bundle)
             for blob in bundle:
@@ -131,6 +149,22 @@ class Plaintext(Mechanism):
             envs = call.transport.receive(receiver, tag=call.tag, round=call.round, stage="relay/forward")
             out[receiver] = [e.payload for e in envs]
         return out
+
+
+def _mix(plan: Mapping[str, Mapping[str, float]], items: Mapping[str, bytes]) -> dict[str, bytes]:
+    """Acting as the server: decode tensor items and combine them field by field."""
+    decoded = {s: decode_tensors(b) for s, b in items.items()}
+    out: dict[str, bytes] = {}
+    for o, row in plan.items():
+        terms = [(decoded[s], float(a)) for s, a in sorted(row.items()) if s in decoded and a != 0.0]
+        if not terms:
+            raise ProtocolError(f"mix plan output {o!r} combines no online sender")
+        first = terms[0][0]
+        out[o] = encode_tensors({
+            k: sum((t[k].double() * a for t, a in terms), torch.zeros(first[k].shape, dtype=torch.float64)).to(first[k].dtype)
+            for k in first
+        })
+    return out
 
 
 def pairwise_similarity(vectors: Mapping[str, torch.Tensor], metric: str) -> dict[tuple[str, str], float]:

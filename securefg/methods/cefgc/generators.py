@@ -1,0 +1,186 @@
+"""CeFGC's generative phases, run by each client on its own data: no communication here.
+
+* Phase 1 (:func:`train_generators`, offline): CeFGC trains one EDP-GNN per class it holds,
+  CeFGC* one label-conditioned EDP-GNN. Graphs above ``max_node_num`` are left out of the
+  generator's training (cefgc.md §6.1 item 14) but stay in the classifier's. The *sender* then
+  picks its Langevin step ratio by degree + clustering MMD against its own training graphs
+  (EDP-GNN's validation search, which a receiver cannot run) and ships the choice (§6.1 item 13).
+* Phase 3 (:func:`synthesize`): a client samples graphs from every received model, gives
+  them the task's one-hot degree features (decision (a), §6.1 item 2) and the label of the
+  generating model/class; by default as many synthetic graphs as local ones, split evenly over
+  the received (model, class) pairs (§6.1 item 6).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import torch
+from torch_geometric.data import Data
+
+from securefg.experiment_data import degree_features
+from securefg.models.graph_score import GraphDiffusionModel, LangevinParams, clustering_mmd, degree_mmd
+from securefg.methods.cefgc.package import Architecture
+
+#: Step ratios the sender tries (alpha_l = r * sigma_l^2); cefgc.md §6.3 suggests r ~ 0.01.
+STEP_RATIOS = (0.01, 0.02, 0.035, 0.05)
+
+
+@dataclass
+class PhaseOneReport:
+    """What one client's phase 1 did (kept in its own state; reported by the experimenter)."""
+
+    models: dict[int, dict[str, Any]] = field(default_factory=dict)
+    train_seconds: float = 0.0
+    tune_seconds: float = 0.0
+
+
+def _label(g: Data) -> int:
+    return int(g.y.view(-1)[0])
+
+
+def train_generators(
+    graphs: Sequence[Data],
+    arch: Architecture,
+    *,
+    init_seed: int,
+    epochs: int,
+    batch_size: int,
+    lr: float,
+    patience: int | None,
+    sampling: LangevinParams,
+    tune: bool,
+    tune_samples: int,
+    generator: torch.Generator,
+    device: torch.device,
+) -> tuple[dict[int, GraphDiffusionModel], PhaseOneReport]:
+    """Train a client's generator(s) on its local training graphs.
+
+    Args:
+        graphs (Sequence[Data]): The client's training graphs (labels in the global space).
+        arch (Architecture): The agreed architecture (CeFGC or CeFGC*).
+        init_seed (int): Shared initialisation seed (CeFGC+ averages models, §6.1 item 10).
+        epochs (int): Maximum epochs per model.
+        batch_size (int): Graphs per step.
+        lr (float): Adam learning rate.
+        patience (int, optional): Early stopping on the training loss.
+        sampling (LangevinParams): Default sampling settings (steps, noise factor).
+        tune (bool): Let the sender choose the step ratio by MMD.
+        tune_samples (int): Graphs drawn per candidate when tuning.
+        generator (torch.Generator): The client's own randomness.
+        device (torch.device): Where to train.
+
+    Returns:
+        ({slot: model}, report): slot = class (CeFGC) or 0 (CeFGC*).
+    """
+    report = PhaseOneReport()
+    small = [g for g in graphs if int(g.num_nodes) <= arch.max_node_num]
+    groups: dict[int, list[Data]]
+    if arch.conditional:
+        groups = {0: small}
+    else:
+        groups = {}
+        for g in small:
+            groups.setdefault(_label(g), []).append(g)
+    models: dict[int, GraphDiffusionModel] = {}
+    for slot, members in sorted(groups.items()):
+        if not members:
+            continue
+        model = arch.new_model(class_label=slot, init_seed=init_seed, sampling=sampling)
+        labels = [_label(g) for g in members] if arch.conditional else None
+        t0 = time.perf_counter()
+        fit = model.fit(members, labels, epochs=epochs, batch_size=batch_size, lr=lr, generator=generator,
+                        device=device, patience=patience)
+        report.train_seconds += time.perf_counter() - t0
+        info: dict[str, Any] = {
+            "graphs": fit.num_graphs, "excluded_over_cap": sum(1 for g in graphs if (arch.conditional or _label(g) == slot)
+                                                               and int(g.num_nodes) > arch.max_node_num),
+            "epochs": len(fit.losses), "final_loss": fit.losses[-1], "seconds": fit.seconds,
+        }
+        if tune:
+            t0 = time.perf_counter()
+            model.sampling, info["tuning"] = choose_sampling(model, members, labels, sampling=sampling,
+                                                             samples=tune_samples, generator=generator, device=device)
+            report.tune_seconds += time.perf_counter() - t0
+        info["sampling"] = [model.sampling.steps_per_level, model.sampling.step_ratio, model.sampling.noise_factor]
+        models[slot] = model
+        report.models[slot] = info
+    return models, report
+
+
+def choose_sampling(
+    model: GraphDiffusionModel,
+    graphs: Sequence[Data],
+    labels: Sequence[int] | None,
+    *,
+    sampling: LangevinParams,
+    samples: int,
+    generator: torch.Generator,
+    device: torch.device,
+) -> tuple[LangevinParams, dict[str, float]]:
+    """The sender's step-ratio choice: lowest degree + clustering MMD to its training graphs."""
+    n = min(samples, len(graphs))
+    idx = torch.randperm(len(graphs), generator=generator)[:n].tolist()
+    ref = [graphs[i] for i in idx]
+    ref_labels = None if labels is None else [labels[i] for i in idx]
+    scores: dict[str, float] = {}
+    best, best_score = sampling, float("inf")
+    for ratio in STEP_RATIOS:
+        cand = replace(sampling, step_ratio=ratio)
+        drawn = model.sample(n, labels=ref_labels, generator=generator, device=device, params=cand)
+        score = degree_mmd(drawn, ref) + clustering_mmd(drawn, ref)
+        scores[f"{ratio:g}"] = float(score)
+        if score < best_score:
+            best, best_score = cand, score
+    return best, scores
+
+
+def allocation(units: int, total: int) -> list[int]:
+    """``total`` graphs split as evenly as possible over ``units`` (earlier units get the extra)."""
+    if units <= 0:
+        return []
+    base, extra = divmod(max(total, 0), units)
+    return [base + (1 if i < extra else 0) for i in range(units)]
+
+
+def synthesize(
+    models: Sequence[GraphDiffusionModel],
+    *,
+    total: int,
+    feature_cap: int,
+    seed: int,
+    device: torch.device,
+) -> tuple[list[Data], list[dict[str, int]]]:
+    """Sample ``total`` labelled graphs from received models (already in canonical order).
+
+    Units are (model, class) pairs: one per CeFGC model, one per class with a non-empty size
+    distribution for a CeFGC* model. Unit ``u`` is sampled with its own generator seeded by
+    ``(seed, u)``, so the draws do not depend on the relay's shuffle.
+
+    Returns:
+        (graphs with one-hot degree features, one ``{"class", "graphs"}`` record per unit).
+    """
+    units: list[tuple[GraphDiffusionModel, int | None, int]] = []
+    for m in models:
+        if m.num_classes is None:
+            units.append((m, None, -1 if m.class_label is None else m.class_label))
+        else:
+            for k in range(m.num_classes):
+                if int(m.node_count_hist[k].sum()) > 0:
+                    units.append((m, k, k))
+    out: list[Data] = []
+    records = []
+    for u, ((model, cond, label), count) in enumerate(zip(units, allocation(len(units), total), strict=True)):
+        records.append({"class": label, "graphs": count})
+        if count == 0:
+            continue
+        gen = torch.Generator().manual_seed(seed * 1_000_003 + u)
+        drawn = model.sample(count, labels=cond, generator=gen, device=device)
+        out.extend(degree_features(drawn, feature_cap))
+    return out, records
+
+
+__all__ = ["PhaseOneReport", "allocation", "choose_sampling", "synthesize", "train_generators"]

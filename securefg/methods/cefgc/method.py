@@ -1,0 +1,358 @@
+"""CeFGC, CeFGC*, CeFGC+ and CeFGC*+: federated graph classification in three rounds.
+
+CeFGC (https://arxiv.org/abs/2601.15722; notes in ``shared/methods/cefgc.md``). Each client
+trains graph diffusion models offline (phase 1); they cross the server once, sealed or
+encrypted (R1 up, R2 down, each client receiving the *other* clients' models, shuffled, plus
+the GNN initialisation W0); each client trains a GIN on its graphs and on graphs sampled from
+the received models, and one secure FedAvg of the GIN weights (R3 up) gives the global model.
+
+Variants: ``cefgc`` (one EDP-GNN per class held), ``cefgc_star`` (one label-conditioned model),
+``cefgc_plus`` / ``cefgc_star_plus`` (the server first pairs every package with its most
+cosine-similar peer and forwards pair averages, all under CKKS).
+
+Who decrypts what (``protocols/cefgc_plus.toml``, semi-honest, no server-keyholder collusion):
+
+* A ``keyholder`` party generates the CKKS key (N=8192, 128-bit). It seals the secret context
+  to every client (they must decrypt the relayed models) and sends the server a public context
+  with Galois keys (for encrypted inner products). The server never holds a secret key.
+* R1: client ``i`` uploads ``Enc(theta_i)`` (its dense package) and ``Enc(c * theta_i /
+  ||theta_i||)`` (for the similarity). The server computes every ``Enc(<u_i, u_j>)``, shuffles the
+  pairs with a CSPRNG permutation and sends them to the keyholder, which decrypts the **permuted
+  multiset of cosines** (it cannot tell which pair a value belongs to), floods them with noise
+  and returns them. So the **server learns the cosine matrix** and the pairing (it must, to mix);
+  the keyholder learns the unlabelled values; clients learn neither.
+* R2: the server computes ``Enc((theta_i + theta_j*) / 2)`` (public coefficients), rerandomizes
+  every copy, shuffles each bundle and forwards ``{mix_j : j != i}`` to client ``i``, who decrypts.
+* R3: GIN weights are summed under a *second* CKKS key (another parameter set, so a separate
+  key the keyholder never shares): the server adds ciphertexts, the keyholder decrypts only the
+  sum. A client colluding with the server therefore cannot read R3 uploads; it can read R1/R2
+  ciphertexts (every client holds that key by design).
+
+Leakage (measurable, see :mod:`.pairing`): client ``i`` recovers its partner's package
+exactly as ``2 * mix - theta_i`` (HE changes nothing: the leak is in the plaintext result);
+with 3 clients at least one pair is mutual, so this always happens. Receivers also learn each
+sender's node-count distribution and sampling settings, and under CeFGC (dense form) which
+classes each sender holds. With ``cefgc.toml`` (sealed relay, no mixing) nobody but the final
+recipients reads a model and the server learns nothing but sizes; R3 goes through SecAgg+.
+
+Message inventory (tags) is below; ``TAGS`` maps each to its exchange.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+import torch
+
+from securefg.errors import ConfigError
+from securefg.federation.codec import decode_tensors, encode_tensors
+from securefg.federation.federation import Federation
+from securefg.federation.party import Party
+from securefg.methods.base import Method, MethodConfig, Task
+from securefg.methods.cefgc import flights as flight_log
+from securefg.methods.cefgc.generators import synthesize, train_generators
+from securefg.methods.cefgc.package import (
+    Architecture,
+    canonical_order,
+    dense_params,
+    pack_dense,
+    pack_exact,
+    unpack_dense,
+    unpack_exact,
+)
+from securefg.methods.cefgc.pairing import mix_plan, nearest_partners
+from securefg.methods.fedavg import measure_clients
+from securefg.methods.training import evaluate_graphs, load_state, state_of, train_graph_epochs
+from securefg.models.graph_score import DEFAULT_SIGMAS, EDPScoreConfig, GraphDiffusionModel, LangevinParams
+from securefg.protocol.mechanism import ExchangeKind
+
+TAG_MODEL = "cefgc/model"
+"""R1 + R2 (relay): a client's diffusion model package, forwarded to every other client."""
+TAG_SIMILARITY = "cefgc/similarity"
+"""R1, + variants only (similarity): the package weights, compared by cosine for the pairing."""
+TAG_INIT = "cefgc/init"
+"""R2 (broadcast): the GIN initialisation W0."""
+TAG_WEIGHTS = "cefgc/weights"
+"""R3 (aggregate): each client's trained GIN weights; the server learns only their mean."""
+
+
+class CeFGC(Method):
+    """CeFGC (basic): one diffusion model per class held; see the module docstring.
+
+    Options:
+        diffusion_epochs (int): Max epochs per generator. (default: ``300``)
+        diffusion_patience (int): Early stop on the DSM loss, 0 = off. (default: ``0``)
+        max_nodes (int): Largest graph a generator learns/draws (agreed). (default: ``40``)
+        langevin_steps (int): Langevin steps per noise level. (default: ``30``)
+        tune_sampling (bool): Sender picks its step ratio by MMD. (default: ``True``)
+        synthetic_ratio (float): Synthetic graphs per local training graph. (default: ``1.0``)
+        gnn_epochs (int): Max local GIN epochs (paper: 500). (default: ``500``)
+        gnn_patience (int): Stop after this many epochs without loss decrease. (default: ``30``)
+        weighting (str): FedAvg weights ``"uniform"`` (paper prose) or ``"size"``.
+        generator_cache (str): Folder where each client keeps its phase-1 models (offline
+            and reusable, as the paper says); empty = no cache. (default: ``""``)
+        variant (str): ``"basic"`` or ``"star"`` (the CLI's ``--variant``). (default: class's)
+    """
+
+    name = "cefgc"
+    tasks = frozenset({"graph"})
+    TAGS: ClassVar[dict[str, ExchangeKind]] = {
+        TAG_MODEL: ExchangeKind.RELAY, TAG_INIT: ExchangeKind.BROADCAST, TAG_WEIGHTS: ExchangeKind.AGGREGATE,
+    }
+    default_stack = "cefgc"
+    fixed_rounds = 1
+    conditional: ClassVar[bool] = False
+    mixing: ClassVar[bool] = False
+    extra_parties: tuple[str, ...] = ()
+    option_defaults = {
+        "diffusion_epochs": 300, "diffusion_patience": 0, "diffusion_lr": 1e-3, "diffusion_batch": 32,
+        "max_nodes": 40, "langevin_steps": 30, "noise_factor": 0.5, "step_ratio": 0.02,
+        "tune_sampling": True, "tune_samples": 16, "synthetic_ratio": 1.0,
+        "gnn_epochs": 500, "gnn_patience": 30, "weighting": "uniform", "generator_cache": "", "variant": "",
+    }
+
+    def __init__(self, task: Task, config: MethodConfig) -> None:
+        super().__init__(task, config)
+        variant = str(self.options["variant"]).lower()
+        if variant not in ("", "basic", "star", "advanced"):
+            raise ConfigError(f"CeFGC variant must be 'basic' or 'star', got {variant!r}")
+        if variant:
+            self.conditional = variant in ("star", "advanced")
+        if self.options["weighting"] not in ("uniform", "size"):
+            raise ConfigError(f"weighting must be 'uniform' or 'size', got {self.options['weighting']!r}")
+        if self.num_clients < 2:
+            raise ConfigError("CeFGC needs at least 2 clients: each receives the *other* clients' models")
+        self.arch = Architecture(
+            config=EDPScoreConfig(), sigmas=DEFAULT_SIGMAS, max_node_num=int(self.options["max_nodes"]),
+            num_classes=task.num_classes, conditional=self.conditional,
+        )
+        self.timing: dict[str, float] = dict.fromkeys(
+            ("diffusion_training", "sampler_tuning", "sampling", "protocol", "gnn_training"), 0.0)
+        self.info: dict[str, Any] = {"clients": {}}
+        self.init_seed = 1_000_003 * (config.seed + 1)  # public, agreed before round 1 (row 0b)
+
+    # ------------------------------------------------------------------ setup
+    def setup(self, fed: Federation) -> None:
+        self._fed = fed
+        fed.server.state["model"] = self.make_model()  # W0, server-made
+        for k, client in enumerate(fed.clients):
+            client.state["data"] = {"train": self.task.train[k], "val": self.task.val[k], "test": self.task.test[k]}
+            client.state["index"] = k
+        mech = fed.stack.resolve(TAG_MODEL, ExchangeKind.RELAY).mechanism
+        if self.mixing and not hasattr(mech, "plan_mix"):
+            raise ConfigError(
+                f"{self.name} pair-averages models on the server, but stack {fed.stack.name!r} carries "
+                f"{TAG_MODEL!r} with {mech.name!r}, which cannot combine items; use protocols/cefgc_plus.toml "
+                "(ckks_relay) or protocols/plaintext.toml"
+            )
+        # Dense (float, fixed layout) packages when the server combines them or CKKS carries them.
+        self.dense = self.mixing or mech.name == "ckks_relay"
+
+    # ------------------------------------------------------------ server half
+    def configure_init(self, server: Party) -> dict[str, torch.Tensor]:
+        """W0, broadcast in R2."""
+        return state_of(server.state["model"])
+
+    def configure_mix(self, server: Party, order: list[str], similarity: torch.Tensor) -> dict[str, dict[str, float]]:
+        """CeFGC+: pair every package with its most similar peer (Eq. 11-12); keep what was learned."""
+        partners = nearest_partners(order, similarity)
+        server.state["similarity"] = {"order": order, "matrix": similarity.tolist()}
+        server.state["partners"] = partners
+        return mix_plan(partners)
+
+    def aggregate_train(self, server: Party, mean: dict[str, torch.Tensor]) -> None:
+        """The one FedAvg: the global GIN is the (secure) mean of the clients' weights."""
+        load_state(server.state["model"], mean)
+
+    # ------------------------------------------------------------ client half
+    def handle_phase1(self, client: Party) -> None:
+        """Offline: train this client's generator(s) (or load them from its own cache)."""
+        o, k = self.options, client.state["index"]
+        graphs = client.state["data"]["train"]
+        cache = self._cache_path(k, graphs)
+        if cache is not None and cache.with_suffix(".json").is_file():
+            models = {m.class_label if not self.conditional else 0: m
+                      for m in unpack_exact(decode_tensors(cache.read_bytes()))}
+            report = json.loads(cache.with_suffix(".json").read_text())
+            report["cached"] = True
+        else:
+            gen = torch.Generator().manual_seed(self.config.seed * 7919 + k)
+            sampling = LangevinParams(int(o["langevin_steps"]), float(o["step_ratio"]), float(o["noise_factor"]))
+            models, rep = train_generators(
+                graphs, self.arch, init_seed=self.init_seed, epochs=int(o["diffusion_epochs"]),
+                batch_size=int(o["diffusion_batch"]), lr=float(o["diffusion_lr"]),
+                patience=int(o["diffusion_patience"]) or None, sampling=sampling, tune=bool(o["tune_sampling"]),
+                tune_samples=int(o["tune_samples"]), generator=gen, device=self.config.device,
+            )
+            report = {"models": {str(s): v for s, v in rep.models.items()}, "train_seconds": rep.train_seconds,
+                      "tune_seconds": rep.tune_seconds, "cached": False}
+            if cache is not None:
+                cache.parent.mkdir(parents=True, exist_ok=True)
+                cache.write_bytes(encode_tensors(pack_exact(models)))
+                cache.with_suffix(".json").write_text(json.dumps(report))
+            self.timing["diffusion_training"] += rep.train_seconds
+            self.timing["sampler_tuning"] += rep.tune_seconds
+        client.state["generators"] = models
+        self.info["clients"][client.pid] = {"phase1": report}
+
+    def handle_package(self, client: Party) -> bytes:
+        """R1: this client's models as one relay item (dense for CKKS/mixing, else exact)."""
+        models: dict[int, GraphDiffusionModel] = client.state["generators"]
+        if self.dense:
+            pkg = pack_dense(models, self.arch)
+            client.state["own_package"] = pkg
+            return encode_tensors(pkg)
+        return encode_tensors(pack_exact(models))
+
+    def handle_similarity_input(self, client: Party) -> torch.Tensor:
+        """R1 (+): the vector this client's package is compared by."""
+        return dense_params(client.state["own_package"], self.arch)
+
+    def handle_bundle(self, client: Party, blobs: list[bytes], w0: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """R2 received: sample synthetic graphs, train the GIN from W0; return weights for R3."""
+        k = client.state["index"]
+        received = [decode_tensors(b) for b in blobs]
+        if self.dense:
+            client.state["received_packages"] = received
+            models = [m for pkg in received for m in unpack_dense(pkg, self.arch)]
+        else:
+            models = [m for pkg in received for m in unpack_exact(pkg)]
+        models = canonical_order(models)
+        local = client.state["data"]["train"]
+        total = int(round(float(self.options["synthetic_ratio"]) * len(local)))
+        t0 = time.perf_counter()
+        synthetic, records = synthesize(models, total=total, feature_cap=self.task.num_features - 1,
+                                        seed=self.config.seed * 7919 + k, device=self.config.device)
+        self.timing["sampling"] += time.perf_counter() - t0
+        self.info["clients"][client.pid].update(
+            received_models=len(models), synthetic=len(synthetic), local=len(local), units=records)
+        t0 = time.perf_counter()
+        model = self.make_model()
+        load_state(model, w0)
+        torch.manual_seed(self.config.seed * 7919 + k)  # dropout draws: same in HE and plaintext runs
+        epochs = self._train_gnn(model, list(local) + synthetic, seed=self.config.seed * 7919 + k)
+        data = client.state["data"]
+        val = evaluate_graphs(model, data["val"], self.task.num_classes, self.config.device)
+        test = evaluate_graphs(model, data["test"], self.task.num_classes, self.config.device)
+        client.state["scores"] = {"val_acc": val["acc"], "val_auc": val["auc"], "test_acc": test["acc"], "test_auc": test["auc"]}
+        client.state["model"] = model
+        self.timing["gnn_training"] += time.perf_counter() - t0
+        self.info["clients"][client.pid]["gnn_epochs"] = epochs
+        return state_of(model)
+
+    def _train_gnn(self, model: torch.nn.Module, graphs: list[Any], *, seed: int) -> int:
+        """Up to ``gnn_epochs`` epochs; stop after ``gnn_patience`` without a loss decrease (paper)."""
+        opt = self.optimizer_for(model)
+        gen = torch.Generator().manual_seed(seed)
+        best, since, patience = float("inf"), 0, int(self.options["gnn_patience"])
+        epoch = 0
+        for epoch in range(1, int(self.options["gnn_epochs"]) + 1):
+            loss = train_graph_epochs(model, opt, graphs, epochs=1, batch_size=self.config.train.batch_size,
+                                      device=self.config.device, generator=gen)
+            if loss < best:
+                best, since = loss, 0
+            else:
+                since += 1
+                if patience and since >= patience:
+                    break
+        return epoch
+
+    # ------------------------------------------------------------- the protocol
+    def run_round(self, fed: Federation, r: int) -> dict[str, float]:
+        ex, clients = fed.exchange, fed.client_ids
+        for cid in clients:  # phase 1, offline
+            self.handle_phase1(fed.parties[cid])
+        items = {cid: self.handle_package(fed.parties[cid]) for cid in clients}
+        t0 = time.perf_counter()
+        learned: dict[str, float] = {}
+        if self.mixing:  # R1 (similarity upload) -> keyholder decrypts the permuted cosines
+            vecs = {cid: self.handle_similarity_input(fed.parties[cid]) for cid in clients}
+            order, sim = ex.similarity(TAG_SIMILARITY, vecs, metric="cosine")
+            plan = self.configure_mix(fed.server, order, sim)
+            fed.stack.resolve(TAG_MODEL, ExchangeKind.RELAY).mechanism.plan_mix(fed.server, TAG_MODEL, plan)  # type: ignore[attr-defined]
+            learned["mutual_pairs"] = float(sum(fed.server.state["partners"][j] == i for i, j in fed.server.state["partners"].items()) / 2)
+        bundles = ex.relay(TAG_MODEL, items, exclude_self=True, shuffle=True)  # R1 up + R2 down
+        w0 = ex.broadcast(TAG_INIT, self.configure_init(fed.server))  # R2 down
+        self.timing["protocol"] += time.perf_counter() - t0
+        weights = {cid: self.handle_bundle(fed.parties[cid], bundles[cid], w0[cid]) for cid in clients}
+        sizes = {cid: float(len(fed.parties[cid].state["data"]["train"])) for cid in clients}
+        t0 = time.perf_counter()
+        mean = ex.aggregate(TAG_WEIGHTS, weights, weights=None if self.options["weighting"] == "uniform" else sizes)  # R3
+        self.timing["protocol"] += time.perf_counter() - t0
+        self.aggregate_train(fed.server, mean)
+        return learned
+
+    # ------------------------------------------------------------- measuring
+    def measure(self, fed: Federation) -> dict[str, Any]:
+        return measure_clients(self, fed)
+
+    def summarize(self, history: list[dict[str, Any]]) -> dict[str, Any]:
+        last = history[-1]
+        return {
+            "test_auc": last.get("global_test_auc"), "test_acc": last.get("global_test_acc"),
+            "mean_client_val_auc": last.get("mean_val"), "mean_client_test_auc": last.get("mean_test"),
+            "per_client": last.get("per_client", {}),
+        }
+
+    def report(self) -> dict[str, Any]:
+        """Extra result.json keys: paper rounds vs actual flights, bytes per phase, timing."""
+        tr = self._fed.transcript
+        fl = flight_log.flights(tr)
+        up = {TAG_MODEL, TAG_SIMILARITY}
+        rounds = flight_log.paper_rounds(fl, upload_tags=up, download_tags={TAG_MODEL, TAG_INIT}, weights_tag=TAG_WEIGHTS)
+        out: dict[str, Any] = {
+            "cefgc": {"variant": self.name if not self.options["variant"] else f"{self.name}/{self.options['variant']}",
+                      "conditional": self.conditional, "mixing": self.mixing, "dense_packages": self.dense,
+                      "diffusion_params": self.arch.new_model(class_label=0, init_seed=0).num_parameters, **self.info},
+            "paper_rounds": rounds,
+            "flights": fl,
+            "helper_traffic": flight_log.helper_traffic(tr),
+            "timing": {f"{k}_seconds": v for k, v in self.timing.items()},
+        }
+        if self.mixing:
+            out["cefgc"]["server_learned"] = {"partners": self._fed.server.state.get("partners"),
+                                              "similarity": self._fed.server.state.get("similarity")}
+        return out
+
+    def _cache_path(self, k: int, graphs: list[Any]) -> Path | None:
+        root = str(self.options["generator_cache"])
+        if not root:
+            return None
+        h = hashlib.sha256()
+        for g in graphs:
+            h.update(g.edge_index.numpy().tobytes())
+            h.update(int(g.num_nodes).to_bytes(4, "little"))
+            h.update(int(g.y.view(-1)[0]).to_bytes(4, "little"))
+        keys = ("diffusion_epochs", "diffusion_patience", "diffusion_lr", "diffusion_batch", "max_nodes",
+                "langevin_steps", "noise_factor", "step_ratio", "tune_sampling", "tune_samples")
+        h.update(json.dumps([self.conditional, self.init_seed, self.config.seed, k, self.task.num_classes,
+                             *(self.options[x] for x in keys)]).encode())
+        return Path(root) / f"client{k}-{h.hexdigest()[:20]}.sfgt"
+
+
+class CeFGCStar(CeFGC):
+    """CeFGC* (advanced): one label-conditioned diffusion model per client."""
+
+    name = "cefgc_star"
+    conditional = True
+
+
+class CeFGCPlus(CeFGC):
+    """CeFGC+: CeFGC with server-side pair averaging under CKKS (``protocols/cefgc_plus.toml``)."""
+
+    name = "cefgc_plus"
+    default_stack = "cefgc_plus"
+    mixing = True
+    extra_parties = ("keyholder",)
+    TAGS: ClassVar[dict[str, ExchangeKind]] = {**CeFGC.TAGS, TAG_SIMILARITY: ExchangeKind.SIMILARITY}
+
+
+class CeFGCStarPlus(CeFGCPlus):
+    """CeFGC*+: CeFGC* with server-side pair averaging under CKKS."""
+
+    name = "cefgc_star_plus"
+    conditional = True

@@ -1,0 +1,198 @@
+"""Model packages: how a client's diffusion model(s) cross the relay, and how they come back.
+
+Two wire forms, both plain named tensors through :mod:`securefg.federation.codec` (no pickle):
+
+* **exact** (``sealed_relay``, or any relay without server-side mixing): every model's own
+  :meth:`~securefg.models.graph_score.GraphDiffusionModel.to_tensors` under a ``m<k>/`` prefix,
+  only for the classes the sender holds. The receiver rebuilds each model with
+  ``from_tensors``, which validates every field. Exact, float32 weights.
+* **dense** (``ckks_relay``, or CeFGC+ under plaintext mixing): a fixed layout that every client
+  shares (public setup, cefgc.md §3 row 0b), so the server can add packages slot by slot:
+  for every slot ``s`` (one per global class for CeFGC, one for CeFGC*) ``s<s>/presence``
+  (1 if the sender trained this slot), ``s<s>/node_pmf`` (normalised node-count histogram, one
+  row per class), ``s<s>/sampling`` (steps, step ratio, noise factor: the sender's choice) and
+  ``s<s>/params`` (the flat score-network weights). All floating point, so a pair average
+  ``(x_i + x_j) / 2`` is meaningful field by field; the receiver divides by the averaged
+  presence, which turns the average into a presence-weighted mean (a class held by only one
+  of the pair passes through unmixed).
+
+Both forms carry the node-count histogram and the sampling settings inside the (sealed or
+encrypted) package (cefgc.md §6.1 items 1 and 13): a small extra leak to the receivers,
+nothing to the server.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from securefg.errors import InvalidInputError
+from securefg.models.graph_score import EDPScoreConfig, GraphDiffusionModel, LangevinParams
+from securefg.models.graph_score.sampler import MAX_STEPS_PER_LEVEL
+
+#: Receivers refuse packages with more models than this (a hostile sender cannot make them loop).
+MAX_MODELS = 1024
+#: A slot is present when its (averaged) presence flag is at least this (1, 0.5 or 0 in theory).
+PRESENCE_THRESHOLD = 0.25
+#: Node-count probabilities are turned back into integer counts at this resolution.
+HIST_RESOLUTION = 2**16
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """What every client agrees on before round 1 (public; cefgc.md §3 row 0b).
+
+    Args:
+        config (EDPScoreConfig): Score-network sizes (``num_conditions`` is derived).
+        sigmas (tuple[float, ...]): Noise levels.
+        max_node_num (int): Largest graph a generator trains on or draws.
+        num_classes (int): Size of the global label space.
+        conditional (bool): CeFGC* (one label-conditioned model) instead of one per class.
+    """
+
+    config: EDPScoreConfig
+    sigmas: tuple[float, ...]
+    max_node_num: int
+    num_classes: int
+    conditional: bool
+
+    @property
+    def slots(self) -> int:
+        """Models in a dense package: one per class (CeFGC), or one (CeFGC*)."""
+        return 1 if self.conditional else self.num_classes
+
+    @property
+    def hist_rows(self) -> int:
+        """Rows of a model's node-count histogram."""
+        return self.num_classes if self.conditional else 1
+
+    def new_model(self, *, class_label: int | None, init_seed: int | None, sampling: LangevinParams | None = None) -> GraphDiffusionModel:
+        """An untrained generator of this architecture."""
+        return GraphDiffusionModel(
+            config=self.config,
+            sigmas=self.sigmas,
+            num_classes=self.num_classes if self.conditional else None,
+            class_label=None if self.conditional else class_label,
+            max_node_num=self.max_node_num,
+            sampling=sampling,
+            init_seed=init_seed,
+        )
+
+
+# ------------------------------------------------------------------------------ exact form
+def pack_exact(models: Mapping[int, GraphDiffusionModel]) -> dict[str, torch.Tensor]:
+    """Named tensors of every model (``m<slot>/<field>``), exact."""
+    out: dict[str, torch.Tensor] = {}
+    for slot, model in sorted(models.items()):
+        for name, t in model.to_tensors().items():
+            out[f"m{slot}/{name}"] = t
+    return out
+
+
+def unpack_exact(tensors: Mapping[str, torch.Tensor]) -> list[GraphDiffusionModel]:
+    """Rebuild the models of an exact package, validating each one.
+
+    Raises:
+        InvalidInputError: a malformed prefix, too many models, or an invalid model.
+    """
+    groups: dict[str, dict[str, torch.Tensor]] = {}
+    for name, t in tensors.items():
+        prefix, sep, field = name.partition("/")
+        if not sep or not prefix.startswith("m") or not prefix[1:].isdigit():
+            raise InvalidInputError(f"model package field {name!r} has no 'm<k>/' prefix")
+        groups.setdefault(prefix, {})[field] = t
+    if not 1 <= len(groups) <= MAX_MODELS:
+        raise InvalidInputError(f"a model package holds 1..{MAX_MODELS} models, got {len(groups)}")
+    return [GraphDiffusionModel.from_tensors(g) for _, g in sorted(groups.items(), key=lambda kv: int(kv[0][1:]))]
+
+
+# ------------------------------------------------------------------------------ dense form
+def pack_dense(models: Mapping[int, GraphDiffusionModel], arch: Architecture) -> dict[str, torch.Tensor]:
+    """The fixed-layout float package (absent slots are zeros)."""
+    if any(not 0 <= s < arch.slots for s in models):
+        raise InvalidInputError(f"slots must lie in [0, {arch.slots}), got {sorted(models)}")
+    width = arch.max_node_num + 1
+    probe = arch.new_model(class_label=0, init_seed=0)
+    out: dict[str, torch.Tensor] = {}
+    for s in range(arch.slots):
+        m = models.get(s)
+        if m is None:
+            out[f"s{s}/presence"] = torch.zeros(1)
+            out[f"s{s}/node_pmf"] = torch.zeros(arch.hist_rows, width)
+            out[f"s{s}/sampling"] = torch.zeros(3)
+            out[f"s{s}/params"] = torch.zeros(probe.num_parameters)
+            continue
+        hist = m.node_count_hist.double()
+        totals = hist.sum(dim=1, keepdim=True)
+        pmf = torch.where(totals > 0, hist / totals.clamp(min=1), torch.zeros_like(hist))
+        sp = m.sampling
+        out[f"s{s}/presence"] = torch.ones(1)
+        out[f"s{s}/node_pmf"] = pmf.float()
+        out[f"s{s}/sampling"] = torch.tensor([sp.steps_per_level, sp.step_ratio, sp.noise_factor], dtype=torch.float32)
+        out[f"s{s}/params"] = m.flat_parameters()
+    return out
+
+
+def dense_params(package: Mapping[str, torch.Tensor], arch: Architecture) -> torch.Tensor:
+    """The weights of every slot, concatenated (what CeFGC+ compares by cosine)."""
+    return torch.cat([package[f"s{s}/params"].double() for s in range(arch.slots)])
+
+
+def unpack_dense(package: Mapping[str, torch.Tensor], arch: Architecture) -> list[GraphDiffusionModel]:
+    """Rebuild the present slots of a (possibly pair-averaged, CKKS-noisy) dense package.
+
+    Each field is divided by the slot's presence, so the average of a present and an absent
+    slot is the present model itself, and the average of two present slots is their mean.
+
+    Raises:
+        InvalidInputError: a missing field, a wrong shape, or values no sender could produce.
+    """
+    models = []
+    width = arch.max_node_num + 1
+    for s in range(arch.slots):
+        try:
+            presence = float(package[f"s{s}/presence"].reshape(-1)[0])
+            pmf = package[f"s{s}/node_pmf"].double()
+            sampling = package[f"s{s}/sampling"].double()
+            params = package[f"s{s}/params"].float()
+        except KeyError as exc:
+            raise InvalidInputError(f"dense model package lacks field {exc}") from exc
+        if not math.isfinite(presence) or presence < PRESENCE_THRESHOLD:
+            continue
+        if tuple(pmf.shape) != (arch.hist_rows, width):
+            raise InvalidInputError(f"s{s}/node_pmf has shape {tuple(pmf.shape)}, expected {(arch.hist_rows, width)}")
+        pmf, sampling, params = pmf / presence, sampling / presence, params / presence
+        steps = int(round(float(sampling[0])))
+        if not 1 <= steps <= MAX_STEPS_PER_LEVEL:
+            raise InvalidInputError(f"s{s}: {steps} Langevin steps per level is out of range")
+        sp = LangevinParams(steps_per_level=steps, step_ratio=float(sampling[1]), noise_factor=float(sampling[2]))
+        model = arch.new_model(class_label=s, init_seed=0, sampling=sp)
+        model.load_flat_parameters(params)
+        hist = torch.round(pmf.clamp(min=0.0) * HIST_RESOLUTION).long()
+        hist[:, 0] = 0
+        if int(hist.sum()) <= 0:
+            raise InvalidInputError(f"s{s}: the node-count distribution is empty")
+        model.node_count_hist = hist
+        models.append(model)
+    return models
+
+
+# --------------------------------------------------------------------------------- order
+def canonical_order(models: Sequence[GraphDiffusionModel]) -> list[GraphDiffusionModel]:
+    """Received models in an order independent of the (CSPRNG) shuffle and of CKKS noise.
+
+    The receiver seeds its sampling per position, so the HE and the plaintext run of one seed
+    generate the same graphs. The key is the class, then the node-count distribution rounded
+    to 1e-4 (distinct per sender almost surely), then the weight sum rounded to 1e-3.
+    """
+
+    def key(m: GraphDiffusionModel) -> tuple[object, ...]:
+        hist = m.node_count_hist.double()
+        pmf = hist / hist.sum(dim=1, keepdim=True).clamp(min=1)
+        label = -1 if m.class_label is None else m.class_label
+        return (label, tuple(torch.round(pmf.flatten() * 1e4).long().tolist()), round(float(m.flat_parameters().double().sum()), 3))
+
+    return sorted(models, key=key)
