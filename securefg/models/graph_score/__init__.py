@@ -17,6 +17,7 @@ from securefg.models.graph_score.model import DEFAULT_SIGMAS, GraphDiffusionMode
 from securefg.models.graph_score.sampler import LangevinParams, annealed_langevin
 from securefg.models.graph_score.score_network import EDPScoreNetwork
 from securefg.models.graph_score.training import FitResult
+from securefg.models.graph_score.tuning import SamplingTrial, select_sampling_params
 
 __all__ = [
     "DEFAULT_SIGMAS",
@@ -26,6 +27,7 @@ __all__ = [
     "FitResult",
     "GraphDiffusionModel",
     "LangevinParams",
+    "SamplingTrial",
     "annealed_langevin",
     "clustering_mmd",
     "condition_index",
@@ -34,5 +36,6 @@ __all__ = [
     "dsm_loss",
     "graph_set_summary",
     "mmd_squared",
+    "select_sampling_params",
     "to_dense_batch_adjacency",
 ]

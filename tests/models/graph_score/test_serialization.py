@@ -129,3 +129,11 @@ def test_shared_init_seed_gives_identical_models() -> None:
     b = GraphDiffusionModel(max_node_num=8, init_seed=42).flat_parameters()
     c = GraphDiffusionModel(max_node_num=8, init_seed=43).flat_parameters()
     assert torch.equal(a, b) and not torch.equal(a, c)
+
+
+def test_model_crosses_the_wire_codec_byte_for_byte(trained) -> None:
+    from securefg.federation.codec import decode_tensors, encode_tensors
+
+    wire = encode_tensors(trained.to_tensors())
+    received = GraphDiffusionModel.from_tensors(decode_tensors(wire))
+    assert encode_tensors(received.to_tensors()) == wire
