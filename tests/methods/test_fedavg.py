@@ -114,3 +114,19 @@ def test_after_a_run_no_two_parties_share_any_tensor_memory():
     for i, a in enumerate(pids):
         for b in pids[i + 1 :]:
             assert not (per_party[a] & per_party[b]), f"{a} and {b} share tensor memory"
+
+
+@pytest.mark.parametrize("stack, forms", [
+    ("fedavg_secure_sum", {"keys", "masked"}),
+    ("fedavg_ckks", {"keys", "ciphertext", "aggregate"}),  # the key holder returns the decrypted sum
+])
+def test_protected_fedavg_matches_plaintext_and_server_never_sees_an_unmasked_update(stack, forms):
+    task = _node_task(3)
+    _, fed_p, out_p = _run("fedavg", task, rounds=4)
+    _, fed_s, out_s = _run("fedavg", task, rounds=4, stack=stack)
+    assert abs(out_p.summary["test_acc"] - out_s.summary["test_acc"]) <= 0.005
+    a, b = state_of(fed_p.server.state["model"]), state_of(fed_s.server.state["model"])
+    for k in a:
+        assert torch.allclose(a[k], b[k], atol=1e-4), k
+    seen = {r.form.value for r in fed_s.transcript.view("server") if r.tag == "fedavg/update" and r.sender.startswith("client/")}
+    assert seen and seen <= forms and "plaintext" not in seen, seen
