@@ -222,6 +222,7 @@ class CeFGC(Method):
         else:
             models = [m for pkg in received for m in unpack_exact(pkg)]
         models = canonical_order(models)
+        client.state["received_models"] = models
         local = client.state["data"]["train"]
         total = int(round(float(self.options["synthetic_ratio"]) * len(local)))
         t0 = time.perf_counter()

@@ -1,0 +1,175 @@
+"""CeFGC through the protocol layer: round structure, who sees what, HE == plaintext, the leak."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import torch
+
+from securefg.data.synthetic import make_graph_classification
+from securefg.errors import ConfigError
+from securefg.experiment_data import degree_features, max_degree
+from securefg.federation.envelope import Form
+from securefg.federation.federation import Federation
+from securefg.federation.party import SERVER
+from securefg.federation.runner import RoundRunner
+from securefg.methods.base import Method, MethodConfig, method_class
+from securefg.methods.cefgc import TAG_MODEL, TAG_SIMILARITY, TAG_WEIGHTS, partner_recovery
+from securefg.methods.tasks import GraphTask
+from securefg.methods.training import TrainConfig, state_of
+from securefg.protocol.ckks.public_context import PublicContext
+from securefg.protocol.stack import ProtocolStack
+
+FAST = {"diffusion_epochs": 4, "langevin_steps": 3, "tune_samples": 4, "gnn_epochs": 6, "max_nodes": 32}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
+def _task() -> GraphTask:
+    graphs = make_graph_classification(num_graphs=84, num_classes=2, seed=0)
+    cap = min(max_degree(graphs), 12)
+    graphs = degree_features(graphs, cap)
+    train = [graphs[k:54:3] for k in range(3)]
+    return GraphTask(train=train, val=[graphs[54:62]] * 3, test=[graphs[62:70]] * 3, global_test=graphs[70:],
+                     num_features=cap + 1, num_classes=2)
+
+
+@dataclass
+class Run:
+    method: Method
+    fed: Federation
+    summary: dict[str, Any]
+
+
+def _run(name: str, stack: str, **options: Any) -> Run:
+    cfg = MethodConfig(rounds=1, train=TrainConfig(lr=1e-3, weight_decay=5e-4), seed=1, options={**FAST, **options})
+    method = method_class(name)(_task(), cfg)
+    fed = Federation(3, ProtocolStack.load(stack), seed=1, extra_parties=method.extra_parties, keep_payloads=True)
+    out = RoundRunner(method, fed, rounds=1, progress=False).run()
+    return Run(method, fed, out.summary)
+
+
+@pytest.fixture(scope="module")
+def he_run() -> Run:
+    return _run("cefgc_plus", "cefgc_plus")
+
+
+@pytest.fixture(scope="module")
+def plain_plus_run() -> Run:
+    return _run("cefgc_plus", "plaintext")
+
+
+def test_he_stack_takes_exactly_three_server_client_rounds(he_run: Run) -> None:
+    tr = he_run.fed.transcript
+    assert tr.communication_rounds() == 3
+    flights = he_run.method.report()["flights"]
+    assert [f["direction"] for f in flights] == ["up", "down", "up"]
+    assert {k.split(" [")[0] for k in flights[0]["by_tag"]} == {TAG_MODEL, TAG_SIMILARITY}
+    assert {k.split(" [")[0] for k in flights[1]["by_tag"]} == {TAG_MODEL, "cefgc/init"}
+    assert {k.split(" [")[0] for k in flights[2]["by_tag"]} == {TAG_WEIGHTS}
+    # the keyholder's traffic (keys, decryptions) is not server-client traffic, and nothing is lost:
+    helper = sum(h["bytes"] for h in he_run.method.report()["helper_traffic"])
+    assert helper > 0 and helper + sum(f["bytes"] for f in flights) == tr.bytes_total()
+    rounds = he_run.method.report()["paper_rounds"]
+    assert (rounds["R1_bytes"], rounds["R2_bytes"], rounds["R3_bytes"]) == tuple(f["bytes"] for f in flights)
+
+
+def test_server_never_holds_a_secret_key_or_a_plaintext_diffusion_model(he_run: Run) -> None:
+    server = he_run.fed.parties[SERVER]
+    contexts = list(server.state["mech/ckks"]["keys"].values())
+    assert len(contexts) == 2  # the relay/similarity key and the separate R3 key
+    assert all(isinstance(c, PublicContext) and c.is_public() for c in contexts)
+    view = he_run.fed.transcript.view(SERVER)
+    for tag in (TAG_MODEL, TAG_SIMILARITY, TAG_WEIGHTS):
+        forms = {r.form for r in view if r.tag == tag and r.sender.startswith("client/")}
+        assert forms == {Form.CIPHERTEXT}, (tag, forms)
+    model_forms = {r.form for r in view if r.tag == TAG_MODEL}
+    assert model_forms <= {Form.CIPHERTEXT, Form.SEALED, Form.KEYS}
+    assert "generators" not in server.state and "own_package" not in server.state
+
+
+def test_r2_bundles_hold_the_other_clients_mixes_and_not_the_own_one(plain_plus_run: Run) -> None:
+    fed = plain_plus_run.fed
+    own = {c: fed.parties[c].state["own_package"] for c in fed.client_ids}
+    partners = fed.parties[SERVER].state["partners"]
+    mixes = {o: {k: (own[o][k].double() + own[p][k].double()) / 2 for k in own[o]} for o, p in partners.items()}
+    for c in fed.client_ids:
+        got = fed.parties[c].state["received_packages"]
+        assert len(got) == 2
+        want = [mixes[o] for o in fed.client_ids if o != c]  # mutual partners' mixes coincide
+
+        def key(p: dict[str, torch.Tensor]) -> float:
+            return float(sum(v.double().sum() for v in p.values()))
+
+        for g, w in zip(sorted(got, key=key), sorted(want, key=key), strict=True):
+            assert all(torch.allclose(g[k].double(), w[k], atol=1e-6) for k in g)
+
+
+def test_sealed_stack_forwards_only_sealed_models_and_excludes_the_receivers_own() -> None:
+    run = _run("cefgc", "cefgc")
+    fed = run.fed
+    assert {r.form for r in fed.transcript.view(SERVER) if r.tag == TAG_MODEL} == {Form.SEALED}
+    assert run.method.report()["paper_rounds"]["flights"] > 3  # SecAgg+ takes extra flights, reported
+    hist = {c: [m.node_count_hist for m in fed.parties[c].state["generators"].values()] for c in fed.client_ids}
+    for c in fed.client_ids:
+        received = fed.parties[c].state["received_models"]
+        assert len(received) == sum(len(hist[o]) for o in fed.client_ids if o != c)
+        for m in received:
+            assert not any(torch.equal(m.node_count_hist, h) for h in hist[c])
+            assert any(torch.equal(m.node_count_hist, h) for o in fed.client_ids if o != c for h in hist[o])
+    assert run.summary["test_auc"] == run.summary["test_auc"]
+
+
+def test_he_run_equals_the_plaintext_run_up_to_ckks_error(he_run: Run, plain_plus_run: Run) -> None:
+    a, b = state_of(he_run.fed.server.state["model"]), state_of(plain_plus_run.fed.server.state["model"])
+    assert max(float((a[k] - b[k]).abs().max()) for k in a) < 1e-4
+    assert abs(he_run.summary["test_auc"] - plain_plus_run.summary["test_auc"]) <= 0.01
+
+
+def test_ckks_aggregate_equals_the_plaintext_mean() -> None:
+    g = torch.Generator().manual_seed(0)
+    inputs = {f"client/{k}": {"w": torch.randn(40, 30, generator=g), "b": torch.randn(30, generator=g)} for k in range(3)}
+    out = {}
+    for stack in ("cefgc_plus", "plaintext"):
+        fed = Federation(3, ProtocolStack.load(stack), extra_parties=("keyholder",))
+        out[stack] = fed.exchange.aggregate(TAG_WEIGHTS, inputs)
+    for k in ("w", "b"):
+        assert torch.allclose(out["cefgc_plus"][k], out["plaintext"][k], atol=1e-5)
+        assert torch.allclose(out["plaintext"][k], sum(x[k] for x in inputs.values()) / 3, atol=1e-6)
+
+
+@pytest.mark.parametrize("which", ["plaintext", "he"])
+def test_a_client_recovers_its_partners_model_as_two_avg_minus_own(which: str, he_run: Run, plain_plus_run: Run) -> None:
+    fed = (he_run if which == "he" else plain_plus_run).fed
+    partners = fed.parties[SERVER].state["partners"]
+    tol = 1e-6 if which == "plaintext" else 1e-5
+    for c in fed.client_ids:
+        own = fed.parties[c].state["own_package"]
+        truths = {o: fed.parties[o].state["own_package"] for o in fed.client_ids if o != c}
+        res = partner_recovery(own, fed.parties[c].state["received_packages"], truths)
+        victims = [o for o, p in partners.items() if p == c and o != c]
+        if victims:  # c was someone's nearest peer: that someone's package is exposed
+            assert res["best_relative_error"] < tol and res["recovered"] in victims
+        else:
+            assert res["best_relative_error"] > 1e-3
+
+
+@pytest.mark.parametrize("name", ["cefgc_star", "cefgc_star_plus"])
+def test_star_variants_run_end_to_end(name: str) -> None:
+    run = _run(name, "plaintext")
+    assert run.fed.transcript.communication_rounds() == 3
+    assert all(len(run.fed.parties[c].state["generators"]) == 1 for c in run.fed.client_ids)
+    assert 0.0 <= run.summary["test_auc"] <= 1.0
+
+
+def test_plus_variant_refuses_a_relay_that_cannot_mix() -> None:
+    with pytest.raises(ConfigError, match="sealed_relay.*cannot combine items"):
+        _run("cefgc_plus", "cefgc")
