@@ -35,12 +35,16 @@ class EDPScoreConfig:
             (default: :obj:`(16, 16)`)
         num_conditions (int): Number of conditioning indices, i.e. noise levels ``L``, or
             ``K * L`` for a class-conditional (CeFGC*) model. (default: :obj:`6`)
+        common_neighbors (bool): Also feed the edge MLPs the two-hop counts
+            :math:`(\mathbf{A}_c^2)_{uv}` of every channel, a departure from EDP-GNN: without
+            them no pair can tell whether it would close a triangle. (default: :obj:`False`)
     """
 
     node_features: int = 8
     channels: tuple[int, ...] = (2, 4, 4, 2)
     gin_hidden: tuple[int, ...] = (16, 16)
     num_conditions: int = 6
+    common_neighbors: bool = False
     input_features: int = field(default=1, init=False)  # structure only: a constant 1
 
     def __post_init__(self) -> None:

@@ -31,6 +31,8 @@ class EDPLayer(nn.Module):
         out_channels (int): Output adjacency channels :math:`C_{out}`.
         gin_hidden (tuple[int, ...]): Widths of the GIN sub-layers.
         num_conditions (int): Number of conditioning indices.
+        common_neighbors (bool): Append :math:`(\mathbf{A}_c^2)_{uv}` for every input channel
+            to the edge MLP input. (default: :obj:`False`)
 
     Shapes:
         - **input:** x :math:`(B, N, F_{in})`, adj :math:`(B, C_{in}, N, N)`,
@@ -47,15 +49,17 @@ class EDPLayer(nn.Module):
         *,
         gin_hidden: tuple[int, ...],
         num_conditions: int,
+        common_neighbors: bool = False,
     ) -> None:
         super().__init__()
+        self.common_neighbors = common_neighbors
         self.in_channels = in_channels
         self.out_channels = out_channels
         self.gin = MultiChannelGIN(
             in_features, in_channels, gin_hidden, out_features, num_conditions=num_conditions
         )
         self.edge_mlp = ConditionalMLP(
-            in_channels + 2 * out_features,
+            in_channels * (2 if common_neighbors else 1) + 2 * out_features,
             2 * max(in_channels, out_channels),
             out_channels,
             num_layers=3,
@@ -75,7 +79,8 @@ class EDPLayer(nn.Module):
         n = x.shape[1]
         x_u = x.unsqueeze(2).expand(-1, -1, n, -1)
         x_v = x.unsqueeze(1).expand(-1, n, -1, -1)
-        pairs = torch.cat([adj.permute(0, 2, 3, 1), x_u, x_v], dim=-1)  # B x N x N x (C + 2F)
+        channels = [adj] if not self.common_neighbors else [adj, torch.matmul(adj, adj)]
+        pairs = torch.cat([*(c.permute(0, 2, 3, 1) for c in channels), x_u, x_v], dim=-1)
         edges = self.edge_mlp(pairs, cond).permute(0, 3, 1, 2)  # B x C_out x N x N
         edges = (edges + edges.transpose(-1, -2)) * pair_mask(flags).unsqueeze(1)
         return x, edges

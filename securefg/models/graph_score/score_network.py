@@ -48,6 +48,7 @@ class EDPScoreNetwork(nn.Module):
                 cfg.channels[i + 1],
                 gin_hidden=cfg.gin_hidden,
                 num_conditions=cfg.num_conditions,
+                common_neighbors=cfg.common_neighbors,
             )
             for i in range(cfg.num_layers)
         )

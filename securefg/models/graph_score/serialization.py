@@ -33,6 +33,7 @@ HEADER_SPEC: dict[str, tuple[torch.dtype, tuple[int | None, ...]]] = {
     "config.channels": (torch.int64, _VECTOR),
     "config.gin_hidden": (torch.int64, _VECTOR),
     "config.num_conditions": (torch.int64, _SCALAR),
+    "config.common_neighbors": (torch.int64, _SCALAR),
     "sigmas": (torch.float64, _VECTOR),
     "num_classes": (torch.int64, _SCALAR),
     "class_label": (torch.int64, _SCALAR),
@@ -66,6 +67,7 @@ def encode(header: ModelHeader, state_dict: Mapping[str, torch.Tensor]) -> dict[
         "config.channels": torch.tensor(cfg.channels, dtype=torch.int64),
         "config.gin_hidden": torch.tensor(cfg.gin_hidden, dtype=torch.int64),
         "config.num_conditions": torch.tensor(cfg.num_conditions, dtype=torch.int64),
+        "config.common_neighbors": torch.tensor(int(cfg.common_neighbors), dtype=torch.int64),
         "sigmas": torch.tensor(header.sigmas, dtype=torch.float64),
         "num_classes": torch.tensor(header.num_classes or 0, dtype=torch.int64),
         "class_label": torch.tensor(
@@ -142,6 +144,9 @@ def decode_header(tensors: Mapping[str, torch.Tensor]) -> ModelHeader:
     elif bool((hist < 0).any()) or bool((hist[:, 0] != 0).any()):
         problems.append("node_count_hist must be non-negative with no graphs of 0 nodes")
     num_conditions = int(tensors["config.num_conditions"])
+    common_neighbors = int(tensors["config.common_neighbors"])
+    if common_neighbors not in (0, 1):
+        problems.append(f"config.common_neighbors={common_neighbors} must be 0 or 1")
     if problems == [] and num_conditions != len(sigmas) * rows:
         problems.append(f"config.num_conditions={num_conditions}, expected {len(sigmas) * rows}")
     if problems:
@@ -151,6 +156,7 @@ def decode_header(tensors: Mapping[str, torch.Tensor]) -> ModelHeader:
         channels=tuple(int(c) for c in channels),
         gin_hidden=tuple(int(h) for h in gin_hidden),
         num_conditions=num_conditions,
+        common_neighbors=bool(common_neighbors),
     )
     sampling = LangevinParams(
         steps_per_level=int(tensors["sampling.steps_per_level"]),

@@ -26,8 +26,9 @@ def test_default_size_is_the_smallest_faithful_cpu_version() -> None:
     assert repr(net) == "EDPScoreNetwork(layers=3, node_features=8, channels=[2, 4, 4, 2], num_conditions=6)"
 
 
-def test_score_is_permutation_equivariant() -> None:
-    net = _net()
+@pytest.mark.parametrize("common_neighbors", [False, True])
+def test_score_is_permutation_equivariant(common_neighbors: bool) -> None:
+    net = _net(common_neighbors=common_neighbors)
     adj, flags = _noisy_batch(1, [9, 9], 9)
     cond = torch.tensor([0, 5])
     perm = torch.randperm(9, generator=torch.Generator().manual_seed(2))
@@ -37,8 +38,9 @@ def test_score_is_permutation_equivariant() -> None:
     assert not torch.allclose(out_perm, out, atol=1e-3)  # the check is not vacuous
 
 
-def test_score_is_symmetric_and_zero_on_diagonal_and_padding() -> None:
-    net = _net()
+@pytest.mark.parametrize("common_neighbors", [False, True])
+def test_score_is_symmetric_and_zero_on_diagonal_and_padding(common_neighbors: bool) -> None:
+    net = _net(common_neighbors=common_neighbors)
     adj, flags = _noisy_batch(3, [4, 7, 6], 7)
     out = net(adj, flags, torch.tensor([1, 2, 3]))
     assert torch.allclose(out, out.transpose(1, 2), atol=1e-6)
@@ -89,3 +91,10 @@ def test_score_network_rejects_misshapen_flags() -> None:
 def test_config_lists_every_problem_at_once() -> None:
     with pytest.raises(ConfigError, match=r"(?s)channels\[0\] must be 2.*num_conditions=0"):
         EDPScoreConfig(channels=(3, 4), num_conditions=0)
+
+
+def test_common_neighbors_only_widens_the_edge_mlps() -> None:
+    plain, extended = _net(), _net(common_neighbors=True)
+    extra = sum(p.numel() for p in extended.parameters()) - sum(p.numel() for p in plain.parameters())
+    # first linear of each edge MLP gains C_in inputs x hidden 2*max(C_in, C_out): 2*8 + 4*8 + 4*8
+    assert extra == 80

@@ -137,3 +137,18 @@ def test_model_crosses_the_wire_codec_byte_for_byte(trained) -> None:
     wire = encode_tensors(trained.to_tensors())
     received = GraphDiffusionModel.from_tensors(decode_tensors(wire))
     assert encode_tensors(received.to_tensors()) == wire
+
+
+def test_round_trip_keeps_the_common_neighbors_option() -> None:
+    from securefg.models.graph_score import EDPScoreConfig
+
+    model = GraphDiffusionModel(config=EDPScoreConfig(common_neighbors=True), max_node_num=8, init_seed=1)
+    clone = GraphDiffusionModel.from_tensors(model.to_tensors())
+    assert clone.config.common_neighbors and torch.equal(clone.flat_parameters(), model.flat_parameters())
+
+
+def test_from_tensors_rejects_a_non_boolean_option(trained) -> None:
+    tensors = trained.to_tensors()
+    tensors["config.common_neighbors"] = torch.tensor(2)
+    with pytest.raises(ConfigError, match="config.common_neighbors=2 must be 0 or 1"):
+        GraphDiffusionModel.from_tensors(tensors)
