@@ -15,18 +15,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from torch_geometric.data import Data
 
 from securefg.experiment_data import degree_features
-from securefg.models.graph_score import GraphDiffusionModel, LangevinParams, clustering_mmd, degree_mmd
+from securefg.models.graph_score import GraphDiffusionModel, LangevinParams
+from securefg.models.graph_score.tuning import select_sampling_params
 from securefg.methods.cefgc.package import Architecture
 
-#: Step ratios the sender tries (alpha_l = r * sigma_l^2); cefgc.md §6.3 suggests r ~ 0.01.
-STEP_RATIOS = (0.01, 0.02, 0.035, 0.05)
+#: The sender tries its default step ratio times these factors (alpha_l = r * sigma_l^2).
+STEP_RATIO_FACTORS = (0.5, 1.0, 2.0)
 
 
 @dataclass
@@ -121,21 +122,12 @@ def choose_sampling(
     generator: torch.Generator,
     device: torch.device,
 ) -> tuple[LangevinParams, dict[str, float]]:
-    """The sender's step-ratio choice: lowest degree + clustering MMD to its training graphs."""
-    n = min(samples, len(graphs))
-    idx = torch.randperm(len(graphs), generator=generator)[:n].tolist()
-    ref = [graphs[i] for i in idx]
-    ref_labels = None if labels is None else [labels[i] for i in idx]
-    scores: dict[str, float] = {}
-    best, best_score = sampling, float("inf")
-    for ratio in STEP_RATIOS:
-        cand = replace(sampling, step_ratio=ratio)
-        drawn = model.sample(n, labels=ref_labels, generator=generator, device=device, params=cand)
-        score = degree_mmd(drawn, ref) + clustering_mmd(drawn, ref)
-        scores[f"{ratio:g}"] = float(score)
-        if score < best_score:
-            best, best_score = cand, score
-    return best, scores
+    """The sender's step-ratio choice (graph_score's ``select_sampling_params``: degree +
+    clustering MMD + connectivity gap against its own training graphs), noise factor fixed."""
+    ratios = sorted({sampling.step_ratio * f for f in STEP_RATIO_FACTORS})
+    trials = select_sampling_params(model, list(graphs), labels, step_ratios=ratios, noise_factors=(sampling.noise_factor,),
+                                    num_samples=samples, generator=generator, device=device, apply=False)
+    return trials[0].params, {f"{t.params.step_ratio:g}": float(t.score) for t in trials}
 
 
 def allocation(units: int, total: int) -> list[int]:
