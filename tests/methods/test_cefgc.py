@@ -114,8 +114,10 @@ def test_r2_bundles_hold_the_other_clients_mixes_and_not_the_own_one(plain_plus_
 
 
 def test_sealed_stack_forwards_only_sealed_models_and_excludes_the_receivers_own() -> None:
-    run = _run("cefgc", "cefgc")
+    run = _run("cefgc", "cefgc", tune_sampling=True, tune_samples=4)  # also the sender's sampler choice
     fed = run.fed
+    chosen = {tuple(m["sampling"]) for c in run.method.info["clients"].values() for m in c["phase1"]["models"].values()}
+    assert all(len(s) == 3 for s in chosen)
     assert {r.form for r in fed.transcript.view(SERVER) if r.tag == TAG_MODEL} == {Form.SEALED}
     assert run.method.report()["paper_rounds"]["flights"] > 3  # SecAgg+ takes extra flights, reported
     hist = {c: [m.node_count_hist for m in fed.parties[c].state["generators"].values()] for c in fed.client_ids}
@@ -173,3 +175,36 @@ def test_star_variants_run_end_to_end(name: str) -> None:
 def test_plus_variant_refuses_a_relay_that_cannot_mix() -> None:
     with pytest.raises(ConfigError, match="sealed_relay.*cannot combine items"):
         _run("cefgc_plus", "cefgc")
+
+
+def test_dense_package_average_is_presence_weighted() -> None:
+    from securefg.methods.cefgc.package import Architecture, pack_dense, unpack_dense
+    from securefg.models.graph_score import DEFAULT_SIGMAS, EDPScoreConfig
+
+    arch = Architecture(EDPScoreConfig(), DEFAULT_SIGMAS, 10, 2, False)
+    a0, a1, b1 = (arch.new_model(class_label=c, init_seed=s) for c, s in ((0, 1), (1, 2), (1, 3)))
+    for m, n in ((a0, 4), (a1, 5), (b1, 7)):
+        m.node_count_hist[0, n] = 3
+    pa, pb = pack_dense({0: a0, 1: a1}, arch), pack_dense({1: b1}, arch)  # b holds class 1 only
+    mix = {k: (pa[k] + pb[k]) / 2 for k in pa}
+    got = unpack_dense(mix, arch)
+    assert [m.class_label for m in got] == [0, 1]
+    assert torch.allclose(got[0].flat_parameters(), a0.flat_parameters())  # unmixed: b lacks class 0
+    assert torch.allclose(got[1].flat_parameters(), (a1.flat_parameters() + b1.flat_parameters()) / 2)
+    assert got[1].node_count_hist[0].nonzero().flatten().tolist() == [5, 7]
+
+
+def test_cli_contract_for_cefgc(tmp_path) -> None:
+    import json
+
+    from securefg.experiment import RunConfig, run_experiment
+
+    cfg = RunConfig(method="cefgc_star", dataset="synthetic-graphs", clients=3, rounds=100, protocol="plaintext",
+                    out=str(tmp_path), progress=False, options=dict(FAST))
+    res = run_experiment(cfg)
+    saved = json.loads((tmp_path / "result.json").read_text())
+    for key in ("method", "dataset", "partition", "clients", "protocol", "seed", "rounds", "metrics", "bytes_total",
+                "bytes_by_tag", "wall_seconds", "communication_rounds", "paper_rounds", "flights", "timing"):
+        assert key in saved, key
+    assert saved["rounds"] == 1 and saved["communication_rounds"] == 3  # one-shot: --rounds is ignored
+    assert saved["paper_rounds"]["paper_rounds"] == 3 and res["metrics"]["test_auc"] == saved["metrics"]["test_auc"]
