@@ -1,0 +1,14 @@
+"""Importing this module registers every built-in attack (and the trimmed-mean defence)."""
+
+from securefg.attacks import (  # noqa: F401
+    defences,
+    diffusion_membership,
+    feature_support,
+    label_inference,
+    link_stealing,
+    malformed_payloads,
+    partner_recovery,
+    poisoning,
+    spoofed_generator,
+    structure_link,
+)

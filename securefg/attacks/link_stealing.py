@@ -1,0 +1,174 @@
+r"""Link stealing from posteriors (He et al., "Stealing Links from Graph Neural Networks", USENIX
+Security 2021, https://arxiv.org/abs/2005.02131, unsupervised Attack-0).
+
+Nodes joined by an edge tend to get similar posteriors from a GNN. The adversary holds a model
+from its view (the broadcast global model, or, when it reads a client's individual update, that
+client's local model) and, as side knowledge, the features of the target clients' nodes but not
+their edges (``target_features = true``: e.g. the papers are public, the citations private). It
+computes every target node's posterior with the model on the features alone (no edges: a GCN
+then uses only self-loops) and scores a node pair by the correlation of the two posteriors.
+
+**Metric** (``auc``): ROC-AUC over true edges between target nodes (cross-client and
+intra-client, both in the details) against as many uniformly sampled non-edges. 0.5 = chance.
+Details: ``prior_auc``, the same score on the raw features (what the side knowledge alone gives,
+no model at all), and ``advantage = auc - prior_auc``, the part the run's model adds.
+
+Note: a model that is broadcast in the clear (FedAvg's ``fedavg/model`` under every stack) is
+public to every client and the server; no aggregation mechanism changes what this attack gets
+from it. The attack shows the leak and its size; DP on the model is the only mechanism that
+could reduce it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from securefg.attacks.base import (
+    AdversaryContext,
+    Attack,
+    AttackOutcome,
+    Challenge,
+    GroundTruth,
+    Support,
+    register_attack,
+)
+from securefg.attacks.metrics import roc_auc
+from securefg.attacks.updates import UpdateSource, profile_for
+
+
+def pair_similarity(h: torch.Tensor, pairs: torch.Tensor, kind: str) -> torch.Tensor:
+    """Similarity of rows ``h[pairs[0]]`` and ``h[pairs[1]]``: ``correlation`` or ``cosine``."""
+    a, b = h[pairs[0]].double(), h[pairs[1]].double()
+    if kind == "correlation":
+        a = a - a.mean(1, keepdim=True)
+        b = b - b.mean(1, keepdim=True)
+    elif kind != "cosine":
+        raise ValueError(f"unknown similarity {kind!r}; choices: ['correlation', 'cosine']")
+    return (a * b).sum(1) / (a.norm(dim=1) * b.norm(dim=1)).clamp(min=1e-12)
+
+
+def sample_pairs(edges: torch.Tensor, nodes: torch.Tensor, n_pos: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """Up to ``n_pos`` edges (one direction) among ``nodes`` and as many non-edges among them."""
+    inside = torch.zeros(int(max(int(edges.max()) if edges.numel() else 0, int(nodes.max())) + 1), dtype=torch.bool)
+    inside[nodes] = True
+    e = edges[:, (edges[0] < edges[1]) & inside[edges[0]] & inside[edges[1]]]
+    if e.size(1) > n_pos:
+        e = e[:, torch.randperm(e.size(1), generator=generator)[:n_pos]]
+    present = {(int(u), int(v)) for u, v in edges.t().tolist()}
+    neg: list[tuple[int, int]] = []
+    tries = 0
+    while len(neg) < e.size(1) and tries < 50 * max(e.size(1), 1):
+        i, j = torch.randint(nodes.numel(), (2,), generator=generator).tolist()
+        u, v = sorted((int(nodes[i]), int(nodes[j])))
+        tries += 1
+        if u != v and (u, v) not in present:
+            neg.append((u, v))
+    negt = torch.tensor(neg, dtype=torch.long).t().reshape(2, -1)
+    return e, negt
+
+
+@register_attack
+class LinkStealing(Attack):
+    """Infer edges between target nodes from the similarity of a held model's posteriors.
+
+    Args:
+        pairs (int): Edges sampled (and as many non-edges). (default: ``2000``)
+        similarity (str): ``"correlation"`` or ``"cosine"``. (default: ``"correlation"``)
+        local_models (bool): Use a target client's local model (global + its update) for its
+            nodes when the adversary reads individual updates. (default: ``True``)
+    """
+
+    name = "link_stealing"
+    metric = "auc"
+    metric_doc = "ROC-AUC of posterior similarity: true edges between target nodes vs sampled non-edges"
+    defaults = {"pairs": 2000, "similarity": "correlation", "local_models": True}
+    payload_tags = ("fedavg/model", "fedavg/update")
+
+    def supports(self, ctx: AdversaryContext) -> Support:
+        if ctx.run.task != "node":
+            return Support(False, "link stealing needs a node-level task")
+        if not ctx.knowledge.target_features:
+            return Support(False, "needs side knowledge target_features = true (the target nodes' features)")
+        prof = profile_for(ctx.view.tags())
+        if prof is None or not UpdateSource(ctx.view, prof).rounds:
+            return Support(False, "no readable model in the adversary's view")
+        return Support(True)
+
+    def challenge(self, truth: GroundTruth, adv: AdversaryContext, generator: torch.Generator) -> Challenge:
+        task = truth.task
+        owner = {}
+        nodes = []
+        for cid in adv.targets:
+            gid = task.clients[truth.index(cid)].global_id
+            nodes.append(gid)
+            owner.update({int(g): cid for g in gid})
+        allnodes = torch.cat(nodes)
+        pos, neg = sample_pairs(task.full_graph.edge_index, allnodes, int(self.params["pairs"]), generator)
+        pairs = torch.cat([pos, neg], 1)
+        labels = torch.cat([torch.ones(pos.size(1)), torch.zeros(neg.size(1))])
+        cross = torch.tensor([owner[int(u)] != owner[int(v)] for u, v in pairs.t().tolist()], dtype=torch.bool)
+        return Challenge(pairs, labels, info={"_cross": cross})
+
+    def attack(self, adv: AdversaryContext, items: Any) -> torch.Tensor:
+        pairs: torch.Tensor = items
+        post = self._posteriors(adv)
+        return pair_similarity(post, pairs, self.params["similarity"])
+
+    def _posteriors(self, adv: AdversaryContext) -> torch.Tensor:
+        from securefg.models.gcn import GCN
+
+        prof = profile_for(adv.view.tags())
+        assert prof is not None
+        src = UpdateSource(adv.view, prof)
+        last = src.rounds[-1]
+        ref = src.reference(last)
+        assert ref is not None
+        n = 1 + max(int(g.max()) for g, _ in adv.knowledge.target_features.values())
+        post = torch.zeros(n, adv.run.num_classes, dtype=torch.float64)
+        self._used = set()
+        for cid, (gid, x) in adv.knowledge.target_features.items():
+            state = ref
+            delta = src.individual(last, cid) if self.params["local_models"] else None
+            if delta is not None:
+                state = {k: ref[k] + delta[k] for k in ref}
+                self._used.add("local")
+            else:
+                self._used.add("global")
+            hidden = int(state["conv1.lin.weight"].shape[0]) if "conv1.lin.weight" in state else 0
+            if not hidden:
+                raise ValueError("link_stealing expects the GCN backbone (conv1/conv2/clsif)")
+            model = GCN(adv.run.num_features, adv.run.num_classes, hidden_channels=hidden).double()
+            missing = model.load_state_dict({k: v for k, v in state.items()}, strict=False)
+            if missing.missing_keys:
+                raise ValueError(f"the held model lacks {missing.missing_keys}")
+            model.eval()
+            with torch.no_grad():
+                logits = model(x.double(), torch.empty(2, 0, dtype=torch.long))
+            post[gid] = torch.softmax(logits, -1)
+        self._features = adv.knowledge.target_features
+        return post
+
+    def evaluate(self, challenge: Challenge, scores: torch.Tensor) -> AttackOutcome:
+        cross = challenge.info["_cross"]
+        y = challenge.labels
+        base = super().evaluate(Challenge(challenge.items, y), scores)
+        # the side-knowledge-only baseline: the same similarity on the raw features
+        n = 1 + max(int(g.max()) for g, _ in self._features.values())
+        d = next(iter(self._features.values()))[1].shape[1]
+        x = torch.zeros(n, d, dtype=torch.float64)
+        for gid, feats in self._features.values():
+            x[gid] = feats.double()
+        prior = pair_similarity(x, challenge.items, "cosine")
+        prior_auc = roc_auc(y, prior)
+        neg = y == 0
+        details = {
+            **base.details,
+            "prior_auc": prior_auc,
+            "advantage": base.value - prior_auc,
+            "cross_client_auc": roc_auc(y[cross | neg], scores[cross | neg]) if bool((cross & (y == 1)).any()) else float("nan"),
+            "intra_client_auc": roc_auc(y[~cross | neg], scores[~cross | neg]) if bool((~cross & (y == 1)).any()) else float("nan"),
+            "model": sorted(self._used),
+        }
+        return AttackOutcome(base.value, self.chance, details, base.roc)

@@ -1,0 +1,45 @@
+"""Malicious variants of a method: the same method with some clients deviating.
+
+An active attack cannot be read from a transcript: the auditor runs the method again with the
+adversarial clients' *client half* replaced. :func:`malicious_method` builds a subclass whose
+handler wraps the honest one for the adversarial party ids only and registers it under a name
+like ``"fedavg+scale"`` (the name is what ``result.json`` reports), so the run goes through the
+unchanged experiment pipeline and protocol stack.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from securefg.methods.base import Method, method_class, register_method
+
+
+def malicious_method(base: str, label: str, members: Iterable[str], overrides: dict[str, Callable[..., Any]]) -> str:
+    """Register ``base`` with ``overrides`` applied for ``members``; return the new method name.
+
+    Args:
+        base (str): Registered method name.
+        label (str): Suffix naming the behaviour (``"scale"``, ``"spoof"``).
+        members (Iterable[str]): Adversarial client ids.
+        overrides (dict): ``{handler_name: fn(honest_handler, self, client, *args)}``; ``fn`` runs
+            only when ``client.pid`` is adversarial, otherwise the honest handler runs.
+    """
+    bcls = method_class(base)
+    mine = frozenset(members)
+    attrs: dict[str, Any] = {"name": f"{bcls.name}+{label}", "__doc__": f"{bcls.__name__} with {sorted(mine)} running {label!r}."}
+    for handler, fn in overrides.items():
+        honest = getattr(bcls, handler)
+
+        def wrapped(self: Method, client: Any, *args: Any, _h: Any = honest, _fn: Any = fn, **kw: Any) -> Any:
+            if client.pid in mine:
+                return _fn(_h, self, client, *args, **kw)
+            return _h(self, client, *args, **kw)
+
+        attrs[handler] = wrapped
+    cls = type(f"{bcls.__name__}Malicious{label.title().replace('_', '')}", (bcls,), attrs)
+    register_method(cls)
+    return cls.name
+
+
+__all__ = ["malicious_method"]

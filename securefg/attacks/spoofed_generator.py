@@ -1,0 +1,81 @@
+"""A spoofed diffusion model: a malicious CeFGC client ships generators with the wrong labels.
+
+CeFGC injects every received generator's samples straight into each client's training set,
+labelled with the class the *sender* declares (cefgc.md §5: "Poisoning through the generator
+... is easier than weight poisoning"). The malicious clients train their generators honestly and
+then relabel them by a cyclic shift of the classes (the class-0 generator is declared class 1,
+and so on), so every honest client trains on mislabelled synthetic graphs. Nothing in the
+relay can tell: the package is well formed, sealed or encrypted end to end, and the shuffle
+hides who sent it.
+
+**Metric** (``accuracy_drop``): honest clients' mean test accuracy (``score``), honest run minus
+spoofed run, same stack and seed. Defence: none in securefg. Receivers could screen synthetic
+graphs with their own classifier or cap the synthetic share; authenticating packages (which the
+sealed relay does) stops a *server* from swapping them, not a client from lying.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from securefg.attacks.base import AdversaryContext, Attack, AttackOutcome, AuditContext, Support, register_attack
+from securefg.attacks.malicious import malicious_method
+from securefg.attacks.poisoning import honest_accuracy
+
+
+@register_attack
+class SpoofedGenerator(Attack):
+    """Relabelled generators from malicious CeFGC clients.
+
+    Args:
+        shift (int): Declared class = true class + shift (mod C). (default: ``1``)
+        score (str): Per-client metric compared. (default: ``"test_acc"``)
+    """
+
+    name = "spoofed_generator"
+    metric = "accuracy_drop"
+    metric_doc = "honest clients' mean test accuracy, honest run minus spoofed-generator run"
+    chance = 0.0
+    requires_malicious = True
+    defaults = {"shift": 1, "score": "test_acc"}
+
+    def supports(self, ctx: AdversaryContext) -> Support:
+        if ctx.run.task != "graph" or not ctx.run.method.startswith("cefgc"):
+            return Support(False, "needs CeFGC (generators relayed between clients)")
+        from securefg.attacks.diffusion_membership import cefgc_architecture
+
+        arch, _ = cefgc_architecture(ctx.run)
+        if arch.conditional:
+            return Support(False, "relabelling is implemented for per-class generators (CeFGC, CeFGC+), not CeFGC*")
+        if not ctx.view.clients or not ctx.targets:
+            return Support(False, "needs malicious clients and honest ones")
+        if int(self.params["shift"]) % ctx.run.num_classes == 0:
+            return Support(False, "shift is a multiple of the class count: labels would not change")
+        return Support(True)
+
+    def run(self, ctx: AuditContext) -> AttackOutcome:
+        from securefg.models.graph_score import GraphDiffusionModel
+
+        if ctx.rerun is None:
+            raise RuntimeError("spoofed_generator needs the harness's rerun")
+        adv = ctx.adversary
+        shift, classes = int(self.params["shift"]), adv.run.num_classes
+
+        def spoof(honest: Any, method: Any, client: Any) -> Any:
+            relabelled = {}
+            for slot, model in client.state["generators"].items():
+                fake = (slot + shift) % classes
+                copy = GraphDiffusionModel.from_tensors(model.to_tensors())
+                copy.class_label = fake
+                relabelled[fake] = copy
+            client.state["generators"] = relabelled
+            return honest(method, client)
+
+        label = f"spoof{shift}@{'+'.join(c.split('/')[1] for c in adv.view.clients)}"
+        variant = malicious_method(adv.run.method, label, adv.view.clients, {"handle_package": spoof})
+        key = str(self.params["score"])
+        clean = honest_accuracy(dict(ctx.truth.result), adv.targets, key)
+        spoofed = honest_accuracy(ctx.rerun(method=variant), adv.targets, key)
+        return AttackOutcome(value=clean - spoofed, chance=self.chance,
+                             details={"clean": clean, "spoofed": spoofed, "score": key, "shift": shift},
+                             note="no defence in securefg: relayed generators are trusted by their receivers")

@@ -1,0 +1,172 @@
+r"""Link inference from FedStruct-B's Algorithm 3: remote edges from the rows of Ā a client gets.
+
+In Algorithm 3 (``securefg.models.fedstruct.abar_protocol``) client ``k`` sends client ``i``,
+for hop :math:`\ell`, :math:`B_{i\cdot k} = \tilde{A}_k^{[i]} P_k^{(\ell-1)}` through a
+``peer_sum`` (tag ``fedstruct/abar*``). Row :math:`v` of it is :math:`\sum_{w \in N(v) \cap V_k}
+P_k^{(\ell-1)}[w]`; at :math:`\ell = 2`, :math:`P^{(1)}[w] = (e_w + \sum_{x \in N(w)} e_x) /
+\tilde{d}_w` over *global ids*. So when ``i``'s node ``v`` has a single neighbour ``w`` in
+``k``, the row is ``w``'s neighbour list (notes B5.3). The attacker ``i`` knows its own nodes and
+its inter-edges ``(v, w)`` (FedStruct-B's assumption) and scores a candidate remote edge
+``(w, x)`` by
+
+.. math::
+    s(w, x) = \max_{v \in N_i(w)} R[v, x] / |N(v) \cap \text{remote}|
+
+where :math:`R` is the best matrix it holds:
+
+* **individual** (plaintext ``peer_sum``): :math:`R = B_{i\cdot\,\text{owner}(w)}` at hop 2;
+* **sum only** (masked ``peer_sum``): its own result :math:`\bar{A}^{[i]}`, kept in its state
+  (the protocol's output; no mechanism hides it from its receiver). With the public hop weights
+  :math:`\beta` and its own rows :math:`P_i^{(1)}`, it peels :math:`\bar{A}^{[i]}` to
+  :math:`\tilde{D}_i(\bar{A}^{[i]} - \beta_1 P_i^{(1)})/\beta_2` (exact for two hops) and
+  subtracts its own contribution :math:`B_{i\cdot i}`, leaving the sum over remote neighbours:
+  rows with one remote neighbour still leak it exactly; only rows with several are mixed.
+
+**Metric** (``auc``): ROC-AUC over true edges ``(w, x)`` with ``w`` a remote neighbour of the
+attacker and ``x`` any node the attacker does not own, against as many non-edges ``(w, x')``.
+0.5 = chance.
+
+The attacker's own graph knowledge and result are read from its own state under the keys
+``view_key`` (a :class:`~securefg.models.fedstruct.ClientGraphView`), ``directory_key`` (the
+public :class:`~securefg.models.fedstruct.NodeDirectory`), ``betas_key`` and ``abar_key``
+(:math:`\bar{A}^{[i]}`). securefg has no FedStruct method yet: ``tests/attacks`` drives
+Algorithm 3 through a federation's ``peer_sum`` with these keys, and a FedStruct method should
+keep the same keys (or set the parameters).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from securefg.attacks.base import (
+    AdversaryContext,
+    Attack,
+    Challenge,
+    GroundTruth,
+    Support,
+    register_attack,
+)
+
+
+@register_attack
+class StructureLinkInference(Attack):
+    """Infer edges between other clients' nodes from Algorithm 3's messages or its result.
+
+    Args:
+        tag (str): Tag glob of the peer sums. (default: ``"fedstruct/abar*"``)
+        pairs (int): True remote edges sampled (and as many non-edges). (default: ``2000``)
+        view_key, directory_key, betas_key, abar_key (str): Own-state keys (module docs).
+    """
+
+    name = "structure_link"
+    metric = "auc"
+    metric_doc = "ROC-AUC over remote edges (w, x) next to the attacker's nodes vs non-edges"
+    defaults = {"tag": "fedstruct/abar*", "pairs": 2000, "view_key": "graph_view",
+                "directory_key": "directory", "betas_key": "betas", "abar_key": "abar"}
+    payload_tags = ("fedstruct/*",)
+
+    def supports(self, ctx: AdversaryContext) -> Support:
+        if len(ctx.view.clients) != 1:
+            return Support(False, "needs exactly one adversarial client (the receiver of its rows of Ā)")
+        pid = ctx.view.clients[0]
+        if ctx.view.own_state(pid, self.params["view_key"]) is None:
+            return Support(False, "the attacker's graph view is not in its state (no FedStruct-B run)")
+        has_msgs = bool(ctx.view.records(self.params["tag"], received=True))
+        if not has_msgs and ctx.view.own_state(pid, self.params["abar_key"]) is None:
+            return Support(False, f"no {self.params['tag']!r} messages and no Ā rows in the attacker's view")
+        return Support(True)
+
+    # ------------------------------------------------------------------------ challenger
+    def challenge(self, truth: GroundTruth, adv: AdversaryContext, generator: torch.Generator) -> Challenge:
+        pid = adv.view.clients[0]
+        gv = adv.view.own_state(pid, self.params["view_key"])
+        mine = torch.zeros(int(truth.task.full_graph.num_nodes), dtype=torch.bool)
+        mine[gv.nodes] = True
+        remote_nb = torch.unique(gv.inter_edges[1])
+        ei = truth.task.full_graph.edge_index
+        is_w = torch.zeros_like(mine)
+        is_w[remote_nb] = True
+        pos = ei[:, is_w[ei[0]] & ~mine[ei[1]] & (ei[0] != ei[1])]
+        if pos.size(1) > self.params["pairs"]:
+            pos = pos[:, torch.randperm(pos.size(1), generator=generator)[: self.params["pairs"]]]
+        present = {(int(a), int(b)) for a, b in ei.t().tolist()}
+        others = (~mine).nonzero().flatten()
+        neg = []
+        tries = 0
+        while len(neg) < pos.size(1) and tries < 100 * max(pos.size(1), 1):
+            tries += 1
+            w = int(remote_nb[torch.randint(remote_nb.numel(), (1,), generator=generator)])
+            x = int(others[torch.randint(others.numel(), (1,), generator=generator)])
+            if x != w and (w, x) not in present:
+                neg.append((w, x))
+        negt = torch.tensor(neg, dtype=torch.long).t().reshape(2, -1)
+        items = torch.cat([pos, negt], 1)
+        return Challenge(items, torch.cat([torch.ones(pos.size(1)), torch.zeros(negt.size(1))]))
+
+    # ------------------------------------------------------------------------- adversary
+    def attack(self, adv: AdversaryContext, items: Any) -> torch.Tensor:
+        from securefg.models.fedstruct import adjacency_block, init_abar_state
+
+        pid = adv.view.clients[0]
+        gv = adv.view.own_state(pid, self.params["view_key"])
+        directory = adv.view.own_state(pid, self.params["directory_key"])
+        n_i, n = gv.num_nodes, directory.num_nodes
+        individual = self._individual(adv, pid, n_i * n)
+        rows_by_owner: dict[int, torch.Tensor] = {}
+        residual: torch.Tensor | None = None
+        if individual:
+            for sender, vec in individual.items():
+                rows_by_owner[int(sender.split("/")[1])] = vec.view(n_i, n)
+            self._source = "individual"
+        else:
+            abar = adv.view.own_state(pid, self.params["abar_key"]).double()
+            betas = adv.view.own_state(pid, self.params["betas_key"])
+            state = init_abar_state(gv, directory, betas=betas, dtype=torch.float64)
+            beta2 = betas[1] if len(betas) > 1 else 1.0
+            summed = (abar - betas[0] * state.power) / beta2 * gv.degree().double().unsqueeze(1)
+            own = torch.sparse.mm(adjacency_block(gv, directory, gv.client_id).double(), state.power)
+            residual = summed - own
+            self._source = "own result (sum)"
+        local = gv.local_rows(gv.inter_edges[0])
+        remote, owner = gv.inter_edges[1], gv.inter_owner
+        nb_of_w: dict[int, list[int]] = {}
+        count_v = torch.bincount(local, minlength=n_i).double()
+        count_vk: dict[tuple[int, int], int] = {}
+        for v, w, k in zip(local.tolist(), remote.tolist(), owner.tolist(), strict=True):
+            nb_of_w.setdefault(w, []).append(v)
+            count_vk[(v, k)] = count_vk.get((v, k), 0) + 1
+        own_of = dict(zip(remote.tolist(), owner.tolist(), strict=True))
+        scores = []
+        for w, x in items.t().tolist():
+            best = 0.0
+            for v in nb_of_w.get(w, []):
+                k = own_of[w]
+                if rows_by_owner:
+                    val = float(rows_by_owner[k][v, x]) / count_vk[(v, k)] if k in rows_by_owner else 0.0
+                else:
+                    assert residual is not None
+                    val = float(residual[v, x]) / float(count_v[v])
+                best = max(best, val)
+            scores.append(best)
+        return torch.tensor(scores, dtype=torch.float64)
+
+    def _individual(self, adv: AdversaryContext, pid: str, size: int) -> dict[str, torch.Tensor]:
+        recs = [r for r in adv.view.records(self.params["tag"], received=True) if r.receiver == pid]
+        if not recs:
+            return {}
+        first = min(r.round for r in recs)
+        out = {}
+        for r in recs:
+            if r.round != first:
+                continue
+            t = adv.view.decode(r)
+            if t is None or set(t) != {"x"} or t["x"].numel() != size:
+                return {}
+            out[r.sender] = t["x"].double()
+        return out
+
+    def evaluate(self, challenge: Challenge, scores: torch.Tensor) -> Any:
+        out = super().evaluate(challenge, scores)
+        return type(out)(out.value, out.chance, {**out.details, "source": getattr(self, "_source", "")}, out.roc)

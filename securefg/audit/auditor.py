@@ -1,0 +1,155 @@
+"""Run an audit: the method under the audited stack and under plaintext, then every attack on each.
+
+Both runs use the same configuration and seed; only the stack differs. The transcript keeps the
+payload bytes of the tags the threat model's attacks read (and metadata of everything else),
+so memory stays bounded. Active attacks rerun the method (same stack, same seed) with the
+adversarial clients deviating. For CeFGC methods the clients' phase-1 generators are cached in
+``<out>/generator_cache`` (the method's own ``generator_cache`` option): phase 1 is offline and
+identical across stacks, so reruns reuse it instead of retraining.
+"""
+
+from __future__ import annotations
+
+import gc
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from securefg.attacks.harness import AttackHarness, AttackResult
+from securefg.audit.exit_codes import decide
+from securefg.audit.ledger import exposure_ledger
+from securefg.audit.protections import protections
+from securefg.audit.report import AttackEntry, AuditReport
+from securefg.audit.threat_model import ThreatModel
+
+PLAINTEXT = "plaintext"
+
+
+def payload_globs(tm: ThreatModel) -> list[str]:
+    """Tags whose payloads the runs must keep for the threat model's attacks."""
+    from securefg.attacks.base import attack_class
+
+    globs: set[str] = set()
+    for spec in tm.attacks:
+        globs.update(attack_class(spec.attack).payload_tags)
+    return sorted(globs)
+
+
+def prepare(cfg: Any, tm: ThreatModel, out_dir: Path) -> Any:
+    """The run configuration of an audit: payloads kept for the attacks, CeFGC's phase-1 cache."""
+    options = dict(cfg.options)
+    if cfg.method.startswith("cefgc") and not options.get("generator_cache"):
+        options["generator_cache"] = str(out_dir / "generator_cache")
+    return replace(cfg, keep_payloads=payload_globs(tm) or False, options=options, resume=False, checkpoint_every=0)
+
+
+def run_summary(result: dict[str, Any]) -> dict[str, Any]:
+    metrics = {k: v for k, v in result.get("metrics", {}).items() if k != "per_client" and not isinstance(v, dict)}
+    out = {"protocol": result["protocol"], "protocol_source": result.get("protocol_source"), "metrics": metrics,
+           "bytes_total": result.get("bytes_total"), "envelopes": result.get("envelopes"),
+           "communication_rounds": result.get("communication_rounds"), "wall_seconds": result.get("wall_seconds")}
+    if "privacy" in result:
+        out["privacy"] = result["privacy"]
+    return out
+
+
+def audit(cfg: Any, tm: ThreatModel, out_dir: Path) -> AuditReport:
+    """Run the audit of ``cfg`` under ``tm``; write nothing but the runs' own outputs.
+
+    Args:
+        cfg (RunConfig): The run (``protocol=None`` = the method's protected default).
+        tm (ThreatModel): Adversary, side knowledge, attacks, budgets.
+        out_dir (Path): The audit folder (runs go to ``runs/<stack>/``, derived stacks to ``stacks/``).
+
+    Returns:
+        AuditReport: Validated; render it with :func:`securefg.audit.render.write_report`.
+    """
+    import securefg.attacks  # noqa: F401  (registers attacks and the trimmed-mean defence)
+    from securefg.experiment import resolve_stack, run_experiment
+    from securefg.experiment_data import build_task
+
+    cfg = prepare(cfg, tm, out_dir)
+    task, _ = build_task(cfg)
+    harness = AttackHarness(tm, seed=cfg.seed, workdir=out_dir / "stacks")
+    results: dict[str, list[AttackResult]] = {}
+    summaries: dict[str, dict[str, Any]] = {}
+    ledgers: dict[str, Any] = {}
+    prot: list[dict[str, Any]] = []
+    for label, proto in (("protected", cfg.protocol), (PLAINTEXT, PLAINTEXT)):
+        c = replace(cfg, protocol=proto, out=str(out_dir / "runs" / label))
+        stack = resolve_stack(c)
+        result = run_experiment(c)
+
+        def rerun(method: str | None = None, protocol: str | None = None, _c: Any = c) -> dict[str, Any]:
+            r = run_experiment(replace(_c, method=method or _c.method, protocol=protocol or _c.protocol,
+                                       keep_payloads=False, out=None, progress=False))
+            r.pop("_federation", None)
+            return r
+
+        ctx = harness.context(result, task, rerun=rerun, stack=stack)
+        results[label] = harness.run(ctx)
+        fed = result["_federation"]
+        ledgers[label] = exposure_ledger(fed.transcript)
+        summaries[label] = run_summary(result)
+        if label == "protected":
+            prot = protections(stack, sorted({r.tag for r in fed.transcript}))
+            summaries["_description"] = {"stack_description": stack.description}
+        del result, fed, ctx
+        gc.collect()
+    entries = merge(results["protected"], results[PLAINTEXT], tm)
+    run = {
+        "method": cfg.method, "dataset": cfg.dataset, "partition": cfg.partition, "clients": cfg.clients,
+        "rounds": cfg.rounds, "seed": cfg.seed, "protocol": summaries["protected"]["protocol"],
+        "plaintext_protocol": summaries[PLAINTEXT]["protocol"], "options": dict(cfg.options),
+        "protected_run": summaries["protected"], "plaintext_run": summaries[PLAINTEXT],
+        "stack_description": summaries["_description"]["stack_description"],
+    }
+    code = decide(exceeded=any(e.passed is False for e in entries), errors=any(e.status == "error" for e in entries),
+                  ran=any(e.status == "ran" for e in entries))
+    assumptions = (*tm.assumptions, *STANDARD_ASSUMPTIONS)
+    return AuditReport(threat_model=tm.to_dict(), run=run, ledger=ledgers["protected"], plaintext_ledger=ledgers[PLAINTEXT],
+                       attacks=tuple(entries), protections=tuple(prot), assumptions=assumptions, exit_code=int(code))
+
+
+STANDARD_ASSUMPTIONS = (
+    "Channels are authenticated; an adversary reads only envelopes addressed to it and what it sent.",
+    "The server never holds a CKKS secret key and does not collude with a key holder (keyholder party or "
+    "key-holding client); with that collusion every CKKS upload is readable.",
+    "Secure sums assume fewer colluding clients than the threshold; K-1 colluding clients and the server "
+    "learn the remaining client's input from any sum.",
+    "Side knowledge is exactly what the threat model grants; the attacks' numbers are lower bounds on what "
+    "a stronger adversary (more data, more compute) could do.",
+)
+
+
+def merge(protected: list[AttackResult], plaintext: list[AttackResult], tm: ThreatModel) -> list[AttackEntry]:
+    """One entry per attack: the audited stack's outcome, with the plaintext outcome beside it."""
+    from securefg.attacks.base import attack_class
+
+    plain = {r.key: r for r in plaintext}
+    out = []
+    for r in protected:
+        p = plain.get(r.key)
+        acls = attack_class(r.attack)
+        o, po = r.outcome, (p.outcome if p is not None else None)
+        roc = {}
+        if o is not None and o.roc:
+            roc["protected"] = list(o.roc)
+        if po is not None and po.roc:
+            roc[PLAINTEXT] = list(po.roc)
+        value = None if o is None else float(o.value)
+        out.append(AttackEntry(
+            key=r.key, attack=r.attack, metric=r.metric, metric_doc=acls.metric_doc, budget=r.budget, status=r.status,
+            value=value, plaintext_status=p.status if p is not None else "skipped",
+            plaintext_value=None if po is None else float(po.value),
+            chance=None if o is None else float(o.chance),
+            passed=AttackEntry.verdict(value, r.budget) if r.status == "ran" else None,
+            reason=r.reason or (p.reason if p is not None and p.status != "ran" else ""),
+            note=o.note if o is not None else "", details=dict(o.details) if o is not None else {},
+            plaintext_details=dict(po.details) if po is not None else {}, roc=roc,
+            seconds=r.seconds + (p.seconds if p is not None else 0.0),
+        ))
+    return out
+
+
+__all__ = ["audit", "merge", "payload_globs", "prepare", "run_summary"]

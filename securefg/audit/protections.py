@@ -1,0 +1,69 @@
+"""What each mechanism of a stack protects, and what it cannot: the report's limits section.
+
+The "protects" line is the mechanism's own declaration (``Mechanism.protects``); the limits
+below are what the audit wants a reviewer to read next to it. They are stated per mechanism
+and transform, not per method, because they hold wherever the mechanism is used.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from securefg.protocol.mechanism import mechanism_class, transform_class
+from securefg.protocol.stack import ProtocolStack
+
+CANNOT = {
+    "plaintext": "Nothing is hidden from the receiver: every individual input is read in the clear.",
+    "secure_sum": (
+        "The sum itself is released to its receiver (and, when the next broadcast carries it, to every "
+        "client). K-1 colluding clients plus the server recover the last client's input by subtraction; "
+        "the threshold assumes an honest majority against collusion. Masked inputs are not validated, "
+        "so a malicious client's poisoned or scaled input enters the sum unseen."
+    ),
+    "ckks": (
+        "The decrypted result goes to the key holder(s), who learn it exactly; a personalized "
+        "aggregate's own share is readable by its receiver (a client always decrypts its own "
+        "combination). The server colluding with a key holder decrypts every upload. Encrypted "
+        "inputs are not validated (no range proofs)."
+    ),
+    "sealed_relay": (
+        "Recipients read every item addressed to them (in CeFGC each client reads every other client's "
+        "generator: that is the method). Without a shuffler the server links forwarded boxes to their "
+        "uploaders; content that identifies its sender (architecture, sizes) defeats the shuffle."
+    ),
+    "ckks_relay": (
+        "Recipients hold the decryption key and read what they receive; CeFGC+'s pair average lets a "
+        "client recover its partner's model as 2*avg - own. A client colluding with the server decrypts "
+        "the uploads."
+    ),
+    "plaintext_trimmed_mean": "Nothing is hidden (plaintext); it only bounds a poisoned minority's influence.",
+}
+TRANSFORM_CANNOT = {
+    "dp_gaussian": (
+        "Bounds what the released value says about one client (epsilon in result.json) at a utility "
+        "cost. In central mode the receiver sees the clipped inputs before the noise."
+    ),
+    "clip_norm": "Bounds an honest client's influence; a malicious client skips an unverified bound.",
+}
+
+
+def protections(stack: ProtocolStack, tags: list[str]) -> list[dict[str, Any]]:
+    """For each tag of a run: its mechanism and transforms, what they protect and their limits."""
+    out = []
+    for tag in tags:
+        try:
+            b = stack.binding_for(tag)
+        except Exception:  # noqa: BLE001 - a tag the stack does not bind cannot have run under it
+            continue
+        mcls = mechanism_class(b.mechanism)
+        transforms = []
+        for t in b.transforms:
+            transforms.append({"name": t.name, "params": dict(t.params),
+                               "limits": TRANSFORM_CANNOT.get(t.name, "see the transform's documentation")})
+            transform_class(t.name)  # validates the name
+        out.append({"tag": tag, "mechanism": b.mechanism, "protects": mcls.protects or "(not declared)",
+                    "cannot": CANNOT.get(b.mechanism, "see the mechanism's documentation"), "transforms": transforms})
+    return out
+
+
+__all__ = ["CANNOT", "TRANSFORM_CANNOT", "protections"]
