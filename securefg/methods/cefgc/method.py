@@ -43,6 +43,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -66,6 +67,7 @@ from securefg.methods.cefgc.package import (
 )
 from securefg.methods.cefgc.pairing import mix_plan, nearest_partners
 from securefg.methods.fedavg import measure_clients
+from securefg.methods.tasks import GraphTask
 from securefg.methods.training import evaluate_graphs, load_state, state_of, train_graph_epochs
 from securefg.models.graph_score import DEFAULT_SIGMAS, EDPScoreConfig, GraphDiffusionModel, LangevinParams
 from securefg.protocol.mechanism import ExchangeKind
@@ -108,10 +110,10 @@ class CeFGC(Method):
     }
     default_stack = "cefgc"
     fixed_rounds = 1
-    conditional: ClassVar[bool] = False
+    conditional: bool = False
     mixing: ClassVar[bool] = False
     extra_parties: tuple[str, ...] = ()
-    option_defaults = {
+    option_defaults: ClassVar[Mapping[str, Any]] = {
         "diffusion_epochs": 150, "diffusion_patience": 0, "diffusion_lr": 1e-3, "diffusion_batch": 32,
         "max_nodes": 40, "langevin_steps": 30, "noise_factor": 0.9, "step_ratio": 0.1,
         "tune_sampling": False, "tune_samples": 16, "synthetic_ratio": 1.0,
@@ -142,8 +144,10 @@ class CeFGC(Method):
     def setup(self, fed: Federation) -> None:
         self._fed = fed
         fed.server.state["model"] = self.make_model()  # W0, server-made
+        task = self.task
+        assert isinstance(task, GraphTask)  # guaranteed by ``tasks``
         for k, client in enumerate(fed.clients):
-            client.state["data"] = {"train": self.task.train[k], "val": self.task.val[k], "test": self.task.test[k]}
+            client.state["data"] = {"train": task.train[k], "val": task.val[k], "test": task.test[k]}
             client.state["index"] = k
         mech = fed.stack.resolve(TAG_MODEL, ExchangeKind.RELAY).mechanism
         if self.mixing and not hasattr(mech, "plan_mix"):
@@ -178,8 +182,9 @@ class CeFGC(Method):
         graphs = client.state["data"]["train"]
         cache = self._cache_path(k, graphs)
         if cache is not None and cache.with_suffix(".json").is_file():
-            models = {m.class_label if not self.conditional else 0: m
-                      for m in unpack_exact(decode_tensors(cache.read_bytes()))}
+            loaded = unpack_exact(decode_tensors(cache.read_bytes()))
+            models: dict[int, GraphDiffusionModel] = {
+                0 if self.conditional or m.class_label is None else m.class_label: m for m in loaded}
             report = json.loads(cache.with_suffix(".json").read_text())
             report["cached"] = True
         else:
@@ -227,7 +232,7 @@ class CeFGC(Method):
         models = canonical_order(models)
         client.state["received_models"] = models
         local = client.state["data"]["train"]
-        total = int(round(float(self.options["synthetic_ratio"]) * len(local)))
+        total = round(float(self.options["synthetic_ratio"]) * len(local))
         t0 = time.perf_counter()
         synthetic, records = synthesize(models, total=total, feature_cap=self.task.num_features - 1,
                                         seed=self.config.seed * 7919 + k, device=self.config.device)

@@ -21,14 +21,20 @@ import torch
 from securefg.errors import InvalidInputError
 
 
-def nearest_partners(order: Sequence[str], similarity: torch.Tensor) -> dict[str, str]:
-    """``j* = argmax_{j != i} sim[i, j]`` for every client (ties: lowest index)."""
+#: The server pairs on cosines rounded to this grid: the key holder's flooding noise (~1e-6)
+#: and CKKS error then flip a pairing only when a cosine sits at a grid boundary, instead of
+#: at every near-tie (shared-init models can be within 1e-5 of each other).
+PAIRING_GRID = 1e-3
+
+
+def nearest_partners(order: Sequence[str], similarity: torch.Tensor, *, grid: float = PAIRING_GRID) -> dict[str, str]:
+    """``j* = argmax_{j != i} sim[i, j]`` for every client, on ``grid``-rounded values (ties: lowest index)."""
     n = len(order)
     if similarity.shape != (n, n):
         raise InvalidInputError(f"similarity matrix of shape {tuple(similarity.shape)} for {n} clients")
     if n < 2:
         raise InvalidInputError("CeFGC+ pair averaging needs at least 2 clients")
-    sim = similarity.clone().double()
+    sim = torch.round(similarity.clone().double() / grid)
     sim.fill_diagonal_(float("-inf"))
     return {order[i]: order[int(torch.argmax(sim[i]))] for i in range(n)}
 
