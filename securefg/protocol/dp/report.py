@@ -44,9 +44,10 @@ def privacy_report(
 
     Returns:
         dict: JSON-ready, and empty when no party recorded any DP release (a stack without
-        DP). ``epsilon`` is the largest client-level epsilon over clients by the
-        first accountant (``None``, with a note, if unbounded or nothing was released); ``clients`` maps each
-        client to its epsilons per unit and view and its releases; ``notes`` explains them.
+        DP). ``epsilon`` is the largest client-level epsilon over clients by the first
+        accountant (``None``, with a note, if unbounded or nothing was released); ``clients``
+        maps each client to its epsilons per unit and view and its releases; ``notes``
+        explains them.
     """
     if not accountants:
         raise InvalidInputError("privacy_report needs at least one accountant name")
