@@ -111,6 +111,7 @@ def render_result(r: dict[str, Any]) -> str:
         f"  bytes          : {r['bytes_total']:,} payload / {r['wire_bytes_total']:,} on the wire, {r['communication_rounds']} server-client rounds",
         f"  wall time      : {r['wall_seconds']:.1f} s",
     ]
-    if "privacy" in r:
-        lines.append(f"  privacy        : {r['privacy']}")
+    p = r.get("privacy") or {}
+    if p.get("epsilon") is not None:
+        lines.append(f"  privacy        : epsilon={p['epsilon']:.3g} at delta={p.get('delta')} ({p.get('accountant')}; per client in result.json)")
     return "\n".join(lines)
