@@ -43,7 +43,8 @@ class PlaintextTrimmedMean(Mechanism):
     see the trimmed mean (exactly, for uniform weights).
 
     Args:
-        trim (float): Share cut at each end of every coordinate, in ``[0, 0.5)``. (default: ``0.2``)
+        trim (float): Share cut at each end of every coordinate, in ``[0, 0.5)``, rounded up (at
+            least one input per end once ``trim > 0``, at most ``(n - 1) // 2``). (default: ``0.2``)
     """
 
     name = "plaintext_trimmed_mean"
@@ -65,7 +66,7 @@ class PlaintextTrimmedMean(Mechanism):
         order = sorted(got)
         x = torch.stack([got[p] for p in order]).sort(0).values
         n = len(order)
-        k = min(int(math.floor(float(self.params["trim"]) * n)), (n - 1) // 2)
+        k = min(int(math.ceil(float(self.params["trim"]) * n - 1e-9)), (n - 1) // 2)
         return SumOutcome(x[k : n - k].mean(0) * n, tuple(order))
 
 

@@ -2,8 +2,8 @@ r"""Link stealing from posteriors (He et al., "Stealing Links from Graph Neural 
 Security 2021, https://arxiv.org/abs/2005.02131, unsupervised Attack-0).
 
 Nodes joined by an edge tend to get similar posteriors from a GNN. The adversary holds a model
-from its view (the broadcast global model, or, when it reads a client's individual update, that
-client's local model) and, as side knowledge, the features of the target clients' nodes but not
+from its view (the freshest global model: the last broadcast, or for the server the model it aggregated last;
+or, when it reads a client's individual update, that client's local model) and, as side knowledge, the features of the target clients' nodes but not
 their edges (``target_features = true``: e.g. the papers are public, the citations private). It
 computes every target node's posterior with the model on the features alone (no edges: a GCN
 then uses only self-loops) and scores a node pair by the correlation of the two posteriors.
@@ -125,11 +125,13 @@ class LinkStealing(Attack):
         last = src.rounds[-1]
         ref = src.reference(last)
         assert ref is not None
+        final = src.mean(last, adv.run.clients) if "server" in adv.view.members else None
+        glob = {k: ref[k] + final[k] for k in ref} if final is not None else ref  # the freshest global model held
         n = 1 + max(int(g.max()) for g, _ in adv.knowledge.target_features.values())
         post = torch.zeros(n, adv.run.num_classes, dtype=torch.float64)
         self._used = set()
         for cid, (gid, x) in adv.knowledge.target_features.items():
-            state = ref
+            state = glob
             delta = src.individual(last, cid) if self.params["local_models"] else None
             if delta is not None:
                 state = {k: ref[k] + delta[k] for k in ref}

@@ -5,9 +5,9 @@ model replacement / boosting, Bagdasaryan et al., AISTATS 2020, https://arxiv.or
 or :math:`-f\,\Delta` (``"sign_flip"``). The auditor reruns the method with those clients
 deviating (:func:`~securefg.attacks.malicious.malicious_method`) under the same stack and seed.
 
-**Metric** (``accuracy_drop``): mean test accuracy of the *honest* clients in the honest run minus
-the same in the poisoned run (accuracy points, 0 = no damage; the best-validation round, as
-``result.json`` reports). Details: the same drop with each defence switched on
+**Metric** (``accuracy_drop``): test accuracy of the federation's final global model on the
+*honest* clients' test data (mean over them), honest run minus poisoned run (accuracy points,
+0 = no damage). Details: the same drop with each defence switched on
 (:mod:`securefg.attacks.defences`): ``clip_norm`` (a norm bound; composes with masked sums, but
 binds a malicious client only if verified, see there) and ``trimmed_mean`` (robust aggregation;
 only where the server sees plaintext updates, and reported as not composable otherwise). The
@@ -27,12 +27,33 @@ from securefg.attacks.malicious import malicious_method
 UPDATE_TAG = "fedavg/update"
 
 
-def honest_accuracy(result: dict[str, Any], honest: tuple[str, ...], key: str = "test_acc") -> float:
-    """Mean ``key`` over the honest clients in a result's per-client metrics."""
-    per = result.get("metrics", {}).get("per_client", {})
-    vals = [float(per[c][key]) for c in honest if c in per and per[c].get(key) is not None]
-    vals = [v for v in vals if v == v]
-    return sum(vals) / len(vals) if vals else float("nan")
+def honest_accuracy(model: Any, truth: Any, honest: tuple[str, ...]) -> float:
+    """Accuracy of the federation's final global model on the honest clients' test data (mean).
+
+    Measured by the auditor on the server's model, not on the clients' locally fine-tuned ones
+    (FED-PUB's per-client protocol scores each client's model after its own local step, which
+    can hide a poisoned global model on label-skewed clients).
+    """
+    from securefg.methods.training import evaluate_graphs, evaluate_node
+
+    if model is None:
+        return float("nan")
+    device = next(model.parameters()).device
+    accs = []
+    for cid in honest:
+        k = truth.index(cid)
+        if getattr(truth.task, "kind", "") == "node":
+            accs.append(evaluate_node(model, truth.task.clients[k].to(device))["test_acc"])
+        else:
+            accs.append(evaluate_graphs(model, truth.task.test[k], truth.task.num_classes, device)["acc"])
+    accs = [a for a in accs if a == a]
+    return sum(accs) / len(accs) if accs else float("nan")
+
+
+def final_model(result: Any) -> Any:
+    """The server's final global model of a (re)run result."""
+    fed = result.get("_federation") if isinstance(result, dict) else None
+    return None if fed is None else fed.server.state.get("model")
 
 
 @register_attack
@@ -78,8 +99,8 @@ class UpdatePoisoning(Attack):
 
         label = f"{self.params['behaviour']}{self.params['factor']:g}@{'+'.join(c.split('/')[1] for c in adv.view.clients)}"
         variant = malicious_method(adv.run.method, label, adv.view.clients, {"handle_train": poison})
-        clean = honest_accuracy(dict(ctx.truth.result), adv.targets)
-        attacked = honest_accuracy(ctx.rerun(method=variant), adv.targets)
+        clean = honest_accuracy(ctx.truth.parties["server"].state.get("model"), ctx.truth, adv.targets)
+        attacked = honest_accuracy(final_model(ctx.rerun(method=variant)), ctx.truth, adv.targets)
         rows = []
         for d in self.params["defences"]:
             rows.append(self._defended(ctx, d, variant))
@@ -110,8 +131,8 @@ class UpdatePoisoning(Attack):
             extra = {"trim": float(self.params["trim"])}
         else:
             return {"defence": defence, "composable": False, "reason": "unknown defence (clip_norm, trimmed_mean)"}
-        clean = honest_accuracy(ctx.rerun(protocol=str(path)), adv.targets)
-        attacked = honest_accuracy(ctx.rerun(method=variant, protocol=str(path)), adv.targets)
+        clean = honest_accuracy(final_model(ctx.rerun(protocol=str(path))), ctx.truth, adv.targets)
+        attacked = honest_accuracy(final_model(ctx.rerun(method=variant, protocol=str(path))), ctx.truth, adv.targets)
         return {"defence": defence, "composable": True, "stack": path.name, "clean_accuracy": clean,
                 "poisoned_accuracy": attacked, "accuracy_drop": clean - attacked, **extra}
 

@@ -8,8 +8,9 @@ and so on), so every honest client trains on mislabelled synthetic graphs. Nothi
 relay can tell: the package is well formed, sealed or encrypted end to end, and the shuffle
 hides who sent it.
 
-**Metric** (``accuracy_drop``): honest clients' mean test accuracy (``score``), honest run minus
-spoofed run, same stack and seed. Defence: none in securefg. Receivers could screen synthetic
+**Metric** (``accuracy_drop``): test accuracy of the final global GIN on the honest clients' test
+graphs (mean), honest run minus spoofed run, same stack and seed; the honest clients' own
+(pre-averaging) models are compared in the details (``local_*``). Defence: none in securefg. Receivers could screen synthetic
 graphs with their own classifier or cap the synthetic share; authenticating packages (which the
 sealed relay does) stops a *server* from swapping them, not a client from lying.
 """
@@ -20,7 +21,7 @@ from typing import Any
 
 from securefg.attacks.base import AdversaryContext, Attack, AttackOutcome, AuditContext, Support, register_attack
 from securefg.attacks.malicious import malicious_method
-from securefg.attacks.poisoning import honest_accuracy
+from securefg.attacks.poisoning import final_model, honest_accuracy
 
 
 @register_attack
@@ -29,7 +30,7 @@ class SpoofedGenerator(Attack):
 
     Args:
         shift (int): Declared class = true class + shift (mod C). (default: ``1``)
-        score (str): Per-client metric compared. (default: ``"test_acc"``)
+        score (str): Per-client metric of the details' local comparison. (default: ``"test_acc"``)
     """
 
     name = "spoofed_generator"
@@ -74,8 +75,20 @@ class SpoofedGenerator(Attack):
         label = f"spoof{shift}@{'+'.join(c.split('/')[1] for c in adv.view.clients)}"
         variant = malicious_method(adv.run.method, label, adv.view.clients, {"handle_package": spoof})
         key = str(self.params["score"])
-        clean = honest_accuracy(dict(ctx.truth.result), adv.targets, key)
-        spoofed = honest_accuracy(ctx.rerun(method=variant), adv.targets, key)
+        rerun = ctx.rerun(method=variant)
+        clean = honest_accuracy(ctx.truth.parties["server"].state.get("model"), ctx.truth, adv.targets)
+        spoofed = honest_accuracy(final_model(rerun), ctx.truth, adv.targets)
+        local_clean = _local(dict(ctx.truth.result), adv.targets, key)
+        local_spoofed = _local(rerun, adv.targets, key)
         return AttackOutcome(value=clean - spoofed, chance=self.chance,
-                             details={"clean": clean, "spoofed": spoofed, "score": key, "shift": shift},
+                             details={"clean_accuracy": clean, "spoofed_accuracy": spoofed, "shift": shift,
+                                      f"local_{key}_clean": local_clean, f"local_{key}_spoofed": local_spoofed},
                              note="no defence in securefg: relayed generators are trusted by their receivers")
+
+
+def _local(result: dict[str, Any], honest: tuple[str, ...], key: str) -> float:
+    """Mean per-client ``key`` the clients measured on their own models (result.json's per_client)."""
+    per = result.get("metrics", {}).get("per_client", {})
+    vals = [float(per[c][key]) for c in honest if c in per and per[c].get(key) is not None]
+    vals = [v for v in vals if v == v]
+    return sum(vals) / len(vals) if vals else float("nan")

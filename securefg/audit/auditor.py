@@ -81,10 +81,8 @@ def audit(cfg: Any, tm: ThreatModel, out_dir: Path) -> AuditReport:
         result = run_experiment(c)
 
         def rerun(method: str | None = None, protocol: str | None = None, _c: Any = c) -> dict[str, Any]:
-            r = run_experiment(replace(_c, method=method or _c.method, protocol=protocol or _c.protocol,
-                                       keep_payloads=False, out=None, progress=False))
-            r.pop("_federation", None)
-            return r
+            return run_experiment(replace(_c, method=method or _c.method, protocol=protocol or _c.protocol,
+                                          keep_payloads=False, out=None, progress=False))
 
         ctx = harness.context(result, task, rerun=rerun, stack=stack)
         results[label] = harness.run(ctx)
