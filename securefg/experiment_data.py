@@ -166,7 +166,7 @@ def _graph_task(cfg: Any) -> tuple[GraphTask, dict[str, Any]]:
         splitter = MultiDatasetSplit({n: cfg.clients for n in names}, seed=cfg.seed)
         partition = splitter(loaded)
         graphs = concat_with_global_labels(loaded, partition)
-        num_classes = int(partition.params["num_classes"])
+        num_classes = int(partition.params["num_global_classes"])
     else:
         graphs = loaded[names[0]]
         if part_name == "dirichlet":
