@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data-root", default=None)
     p.add_argument("--out", default="runs/cefgc_he")
     p.add_argument("--fedavg-rounds", type=int, default=100)
-    p.add_argument("--diffusion-epochs", type=int, default=150)
+    p.add_argument("--diffusion-epochs", type=int, default=100)
     p.add_argument("--sequential", action="store_true",
                    help="one run after another, phase-1 generators cached and reused (default: parallel processes)")
     p.add_argument("--with-basic", action="store_true",

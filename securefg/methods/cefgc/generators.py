@@ -22,9 +22,9 @@ import torch
 from torch_geometric.data import Data
 
 from securefg.experiment_data import degree_features
+from securefg.methods.cefgc.package import Architecture
 from securefg.models.graph_score import GraphDiffusionModel, LangevinParams
 from securefg.models.graph_score.tuning import select_sampling_params
-from securefg.methods.cefgc.package import Architecture
 
 #: The sender tries its default step ratio times these factors (alpha_l = r * sigma_l^2).
 STEP_RATIO_FACTORS = (0.5, 1.0, 2.0)

@@ -165,7 +165,7 @@ def unpack_dense(package: Mapping[str, torch.Tensor], arch: Architecture) -> lis
         if tuple(pmf.shape) != (arch.hist_rows, width):
             raise InvalidInputError(f"s{s}/node_pmf has shape {tuple(pmf.shape)}, expected {(arch.hist_rows, width)}")
         pmf, sampling, params = pmf / presence, sampling / presence, params / presence
-        steps = int(round(float(sampling[0])))
+        steps = round(float(sampling[0]))
         if not 1 <= steps <= MAX_STEPS_PER_LEVEL:
             raise InvalidInputError(f"s{s}: {steps} Langevin steps per level is out of range")
         sp = LangevinParams(steps_per_level=steps, step_ratio=float(sampling[1]), noise_factor=float(sampling[2]))
