@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import torch
 
@@ -31,7 +32,7 @@ class ClipNorm(Transform):
     """
 
     name = "clip_norm"
-    defaults = {"clip": None}
+    defaults: ClassVar[Mapping[str, Any]] = {"clip": None}
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)

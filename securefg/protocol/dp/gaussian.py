@@ -10,8 +10,8 @@ Stack use::
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 import torch
 
@@ -73,7 +73,7 @@ class DPGaussian(Transform):
     """
 
     name = "dp_gaussian"
-    defaults = {
+    defaults: ClassVar[Mapping[str, Any]] = {
         "mode": Mode.CENTRAL.value,
         "noise_multiplier": None,
         "clip": None,

@@ -12,12 +12,18 @@ from securefg.protocol.mechanism import mechanism_class
 from securefg.protocol.stack import ProtocolStack
 
 _NOTES = (
-    "epsilon: what anyone who sees the released values (e.g. the broadcast model) can learn "
-    "about one client; the headline figure.",
-    "epsilon_vs_aggregator: what the party receiving the uploads can learn; null means "
-    "unbounded (central noise is added by the aggregator after it saw the exact sum).",
-    "unit 'client': neighbouring runs differ in one client's whole contribution; unit "
-    "'example': in one training example of that client (DP-SGD). Units are not composed.",
+    (
+        "epsilon: what anyone who sees the released values (e.g. the broadcast model) can learn "
+        "about one client; the headline figure."
+    ),
+    (
+        "epsilon_vs_aggregator: what the party receiving the uploads can learn; null means "
+        "unbounded (central noise is added by the aggregator after it saw the exact sum)."
+    ),
+    (
+        "unit 'client': neighbouring runs differ in one client's whole contribution; unit "
+        "'example': in one training example of that client (DP-SGD). Units are not composed."
+    ),
     "a sample_rate below 1 assumes Poisson, secret client sampling.",
 )
 
