@@ -117,7 +117,7 @@ def build_result(
 ) -> dict[str, Any]:
     """The ``result.json`` object."""
     ts = fed.transcript.summary()
-    privacy = _privacy(fed)
+    privacy = _privacy(fed, stack)
     res: dict[str, Any] = {
         "method": cfg.method,
         "dataset": cfg.dataset,
@@ -147,12 +147,10 @@ def build_result(
     return res
 
 
-def _privacy(fed: Federation) -> dict[str, Any]:
-    try:
-        from securefg.protocol.dp import privacy_report  # type: ignore[attr-defined]
-    except ImportError:
-        return {}
-    return dict(privacy_report(fed.parties) or {})
+def _privacy(fed: Federation, stack: ProtocolStack) -> dict[str, Any]:
+    from securefg.protocol.dp import privacy_report
+
+    return dict(privacy_report(fed.parties, stack=stack) or {})
 
 
 def write_result(out_dir: Path, result: dict[str, Any]) -> None:

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import torch
 
-from securefg.errors import InvalidInputError
+from securefg.errors import ConfigError, InvalidInputError
 from securefg.federation.codec import TensorSpec, decode_tensors, encode_tensors
 from securefg.federation.flatten import Layout, flatten, unflatten
 from securefg.federation.party import SERVER, Party
@@ -70,6 +70,7 @@ class Exchange:
             server=self.server,
             rng=self.rng,
             dropouts=self.dropouts,
+            kind=kind,
         )
         return res, call
 
@@ -165,6 +166,13 @@ class Exchange:
     ) -> dict[str, dict[str, torch.Tensor]]:
         """Client i receives Σ_j coefficients[i][j] x_j; nobody sees an individual x_j."""
         res, call = self._call(tag, ExchangeKind.PERSONALIZED_AGGREGATE)
+        if res.transforms:
+            raise ConfigError(
+                f"tag {tag!r}: transforms {[type(t).name for t in res.transforms]} cannot run on a "
+                "personalized_aggregate (each client receives its own mix; there is no single "
+                "server-side result to noise); add noise on the inputs with mode = \"local\" on an "
+                "aggregate or similarity tag instead"
+            )
         vecs, layout = self._vectors(inputs, tag)
         got = res.mechanism.run_personalized_aggregate(call, vecs, coefficients)
         return {pid: unflatten(v, layout) for pid, v in got.items()}

@@ -104,6 +104,8 @@ class RoundRunner:
             "server_view": json.dumps(server_view),
             "parties": self.method.checkpoint(self.fed),
             "generator": self.method.generator.get_state(),
+            "torch_rng": torch.get_rng_state(),
+            "exchange_rng": self.fed.exchange.rng.get_state(),
         }
         tmp = self.out_dir / (CHECKPOINT + ".tmp")
         torch.save(state, tmp)
@@ -124,6 +126,8 @@ class RoundRunner:
             )
         self.method.restore(self.fed, state["parties"])
         self.method.generator.set_state(state["generator"])
+        torch.set_rng_state(state["torch_rng"])
+        self.fed.exchange.rng.set_state(state["exchange_rng"])
         if (self.out_dir / TRANSCRIPT).is_file():
             load_jsonl(self.out_dir / TRANSCRIPT, self.fed.transcript)
         return int(state["next_round"]), json.loads(state["history"]), json.loads(state["server_view"])

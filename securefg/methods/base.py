@@ -118,9 +118,24 @@ class Method(abc.ABC):
         return out
 
     def restore(self, fed: Federation, state: Mapping[str, Mapping[str, Any]]) -> None:
+        """Load a :meth:`checkpoint`; state that mechanisms create lazily is rebuilt first."""
         for pid, items in state.items():
+            party_state = fed.parties[pid].state
             for k, sd in items.items():
-                fed.parties[pid].state[k].load_state_dict(sd)
+                if k not in party_state:
+                    party_state[k] = _lazy_state_factory(k)()
+                party_state[k].load_state_dict(sd)
+
+
+def _lazy_state_factory(key: str) -> Any:
+    """Constructors of restorable state that mechanisms create on first use."""
+    from securefg.errors import CheckpointError
+    from securefg.protocol.dp.accountant import STATE_KEY, PrivacyAccountant
+
+    factories = {STATE_KEY: PrivacyAccountant}
+    if key not in factories:
+        raise CheckpointError(f"checkpoint holds state {key!r} that this run does not create and cannot rebuild")
+    return factories[key]
 
 
 def select_best_round(history: list[dict[str, Any]], key: str = "val", report: str = "test") -> dict[str, Any]:

@@ -66,6 +66,7 @@ class ExchangeCall:
     server: str = SERVER
     rng: torch.Generator | None = None
     dropouts: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    kind: ExchangeKind | None = None
 
     def state_of(self, pid: str, mechanism: str) -> dict[str, Any]:
         """The namespaced private state of ``pid`` for ``mechanism`` (created on first use)."""
