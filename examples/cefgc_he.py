@@ -57,12 +57,12 @@ def pick_dataset(name: str, root: str | None) -> tuple[str, str]:
     if name.lower() in (SYNTHETIC, "synthetic"):
         return SYNTHETIC, "synthetic graph set (securefg.data.synthetic)"
     from securefg.data.graph_datasets import load_graph_dataset
-    from securefg.errors import SecurefgError
+    from securefg.errors import SecureFGError
 
     try:
         for part in name.split("+"):
             load_graph_dataset(part, root)
-    except (SecurefgError, OSError, RuntimeError) as exc:  # missing files, no internet: say so, fall back
+    except (SecureFGError, OSError, RuntimeError) as exc:  # missing files, no internet: say so, fall back
         print(f"!! {name} is not available under data root {root!r} ({type(exc).__name__}: {exc}).\n"
               f"!! Running on the SYNTHETIC graph set instead; numbers below are NOT {name} results.")
         return SYNTHETIC, f"SYNTHETIC stand-in (no {name} under {root})"
