@@ -18,7 +18,8 @@ it has (public auxiliary graphs, ``reference = "aux"``, or its own graphs, ``"ow
   uses every level, not only the smallest.
 * **graph size**: :math:`S_m(G) = \log p_m(n_G) - \log p_{ref}(n_G)`, from the node-count
   histogram that ships with every model (smoothed). It is an exact list of the training sizes:
-  with a few dozen graphs per model, sizes no member has rule a graph out.
+  with a few dozen graphs per model, sizes no member has rule a graph out. The reference's
+  histogram is Laplace-smoothed (a population prior from few graphs), the target's barely.
 
 Both are standardised over the candidate pool (the adversary sees all candidates) and summed
 (``size_weight`` scales the second); the score is the maximum over received models.
@@ -99,7 +100,8 @@ def log_size_prob(model: GraphDiffusionModel | None, n: int, label: int, max_nod
 
 @torch.no_grad()
 def dsm_profile(model: GraphDiffusionModel, graph: Any, label: int, *, levels: list[int], draws: int, seed: int) -> float:
-    """Mean DSM loss of one graph over ``levels`` x ``draws`` noise samples seeded by ``seed``."""
+    """Mean DSM loss per node pair of one graph over ``levels`` x ``draws`` noise samples seeded by
+    ``seed`` (per pair, so a graph's size does not scale the statistic)."""
     b = to_dense_batch_adjacency([graph], max_node_num=model.max_node_num)
     n = int(b.flags.sum())
     adj = b.adj[:, :n, :n].repeat(draws * len(levels), 1, 1)
@@ -111,7 +113,22 @@ def dsm_profile(model: GraphDiffusionModel, graph: Any, label: int, *, levels: l
     cls = None if model.num_classes is None else torch.full((lv.numel(),), label, dtype=torch.long)
     model.score_net.eval()
     score = model.score_net(adj + sig * z, flags, condition_index(lv, cls, len(model.sigmas)))
-    return float((0.5 * ((sig * score + z) ** 2).sum((-1, -2))).mean())
+    return float((0.5 * ((sig * score + z) ** 2).sum((-1, -2))).mean()) / max(n * (n - 1), 1)
+
+
+#: Reference models trained on public graphs, by content: the same public data and recipe give
+#: the same reference, so a second attack (another adversary, the plaintext run) reuses it.
+_REFERENCE_CACHE: dict[str, dict[int, GraphDiffusionModel]] = {}
+
+
+def _content_key(graphs: list[Any], arch: Any, opts: Any) -> str:
+    import hashlib
+
+    h = hashlib.sha256(repr((arch, opts.get("diffusion_epochs"), opts.get("diffusion_batch"), opts.get("diffusion_lr"))).encode())
+    for g in graphs:
+        h.update(g.edge_index.numpy().tobytes())
+        h.update(f"{int(g.num_nodes)}:{int(g.y.view(-1)[0])};".encode())
+    return h.hexdigest()
 
 
 def _z(m: torch.Tensor) -> torch.Tensor:
@@ -227,10 +244,11 @@ class DiffusionMembership(Attack):
         if self.params["reference"] == "own":
             own = adv.view.own_state(adv.view.clients[0], "generators", {}) or {}
             return self._by_class(list(own.values()), adv.run.num_classes)
-        if getattr(self, "_aux_refs", None) is not None:
-            return self._aux_refs
-        gen = torch.Generator().manual_seed(4242)
         graphs = [g for g in adv.knowledge.aux_graphs if int(g.num_nodes) <= arch.max_node_num]
+        key = _content_key(graphs, arch, opts)
+        if key in _REFERENCE_CACHE:
+            return _REFERENCE_CACHE[key]
+        gen = torch.Generator().manual_seed(4242)
         refs: list[GraphDiffusionModel] = []
         groups = {0: graphs} if arch.conditional else {}
         if not arch.conditional:
@@ -244,8 +262,8 @@ class DiffusionMembership(Attack):
             m.fit(members, labels, epochs=int(opts["diffusion_epochs"]), batch_size=int(opts["diffusion_batch"]),
                   lr=float(opts["diffusion_lr"]), generator=gen)
             refs.append(m)
-        self._aux_refs = self._by_class(refs, adv.run.num_classes)
-        return self._aux_refs
+        _REFERENCE_CACHE[key] = self._by_class(refs, adv.run.num_classes)
+        return _REFERENCE_CACHE[key]
 
     @staticmethod
     def _by_class(models: list[GraphDiffusionModel], num_classes: int) -> dict[int, GraphDiffusionModel]:
@@ -270,15 +288,19 @@ class DiffusionMembership(Attack):
             ref = refs.get(y)
             seed = 1_000_003 * gi + 17
             l_ref = dsm_profile(ref, g, y, levels=levels, draws=draws, seed=seed) if ref is not None else 0.0
-            s_ref = log_size_prob(ref, n, y, arch.max_node_num)
+            s_ref = log_size_prob(ref, n, y, arch.max_node_num, alpha=1.0)  # Laplace: a population prior
             for mi, m in enumerate(models):
                 if not can_generate(m, y):
                     continue
                 dsm[gi, mi] = l_ref - dsm_profile(m, g, y, levels=levels, draws=draws, seed=seed)
                 size[gi, mi] = log_size_prob(m, n, y, arch.max_node_num) - s_ref
+        ok = torch.isfinite(dsm)
         zd, zs = _z(dsm), _z(size)
-        comb = zd + float(self.params["size_weight"]) * zs
-        best = lambda t: torch.nan_to_num(t.max(1).values, neginf=-1e9)  # noqa: E731
+        comb = torch.where(ok, zd + float(self.params["size_weight"]) * torch.where(ok, zs, 0.0), float("-inf"))
+
+        def best(t: torch.Tensor) -> torch.Tensor:
+            return torch.where(ok, t, float("-inf")).max(1).values.clamp(min=-1e9)
+
         return best(comb), (best(zd), best(zs))
 
     def _dp_victims(self, ctx: AuditContext, sigma: float, gen: torch.Generator) -> tuple[list[GraphDiffusionModel], float]:

@@ -67,7 +67,7 @@ def train_dp_generator(
     delta: float = 1e-5,
     generator: torch.Generator,
 ) -> DPFit:
-    """Train ``model`` in place with DP-SGD and release a noisy size histogram.
+    r"""Train ``model`` in place with DP-SGD and release a noisy size histogram.
 
     Args:
         model (GraphDiffusionModel): An untrained generator (agreed architecture).
