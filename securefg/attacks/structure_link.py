@@ -126,7 +126,7 @@ class StructureLinkInference(Attack):
             state = init_abar_state(gv, directory, betas=betas, dtype=torch.float64)
             beta2 = betas[1] if len(betas) > 1 else 1.0
             summed = (abar - betas[0] * state.power) / beta2 * gv.degree().double().unsqueeze(1)
-            own = torch.sparse.mm(adjacency_block(gv, directory, gv.client_id).double(), state.power)
+            own = torch.sparse.mm(adjacency_block(gv, directory, receiver=gv.client_id).double(), state.power)
             residual = summed - own
             self._source = "own result (sum)"
         local = gv.local_rows(gv.inter_edges[0])
