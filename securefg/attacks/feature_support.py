@@ -66,12 +66,14 @@ class FeatureSupport(Attack):
 
     Args:
         rounds (list[int]): Rounds whose updates are used (``[]`` = all). (default: ``[0]``)
+        min_features (int): Fewer informative features than this: nothing to decide (reported
+            at chance). (default: ``5``)
     """
 
     name = "feature_support"
     metric = "auc"
     metric_doc = "per-feature ROC-AUC across clients (mean): which clients' data contain the feature"
-    defaults = {"rounds": [0]}
+    defaults = {"rounds": [0], "min_features": 5}
     payload_tags = ("fedavg/model", "fedavg/update", "cefgc/init", "cefgc/weights")
 
     def supports(self, ctx: AdversaryContext) -> Support:
@@ -89,8 +91,9 @@ class FeatureSupport(Attack):
         presence = {cid: feature_presence(truth, cid) for cid in truth.clients}
         stacked = torch.stack(list(presence.values()))
         informative = stacked.any(0) & ~stacked.all(0)
-        if int(informative.sum()) == 0:
-            return blind_outcome(self.chance, "every feature occurs at every client (dense features): nothing to infer")
+        if int(informative.sum()) < self.params["min_features"]:
+            return blind_outcome(self.chance, f"only {int(informative.sum())} features occur at some clients and not "
+                                 "at others (dense features): too few to decide about", informative_features=int(informative.sum()))
         return super().run(ctx)
 
     def challenge(self, truth: GroundTruth, adv: AdversaryContext, generator: torch.Generator) -> Challenge:

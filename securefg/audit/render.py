@@ -133,16 +133,22 @@ def render_markdown(report: AuditReport, plots: dict[str, str] | None = None) ->
 
 def _details(a: AttackEntry) -> list[str]:
     out = []
-    simple = {k: v for k, v in a.details.items() if isinstance(v, (int, float, str, bool)) and not k.startswith("_")}
-    psimple = {k: v for k, v in a.plaintext_details.items() if isinstance(v, (int, float, str, bool))}
-    if simple:
+    def scalars(d: Any) -> dict[str, Any]:
+        return {k: (", ".join(map(str, v)) if isinstance(v, list) and all(isinstance(x, str) for x in v) else v)
+                for k, v in d.items() if not k.startswith("_")
+                and (isinstance(v, (int, float, str, bool)) or (isinstance(v, list) and all(isinstance(x, str) for x in v)))}
+
+    simple, psimple = scalars(a.details), scalars(a.plaintext_details)
+    keys = list(dict.fromkeys([*simple, *psimple]))
+    if keys:
         out += ["", "| detail | audited | plaintext |", "|---|---:|---:|"]
-        out += [f"| {k} | {fmt(v)} | {fmt(psimple.get(k))} |" for k, v in simple.items()]
-    for k, v in a.details.items():
-        if isinstance(v, list) and v and isinstance(v[0], dict):
-            cols = list(dict.fromkeys(c for row in v for c in row))
-            out += ["", f"{k} (audited stack):", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-            out += ["| " + " | ".join(fmt(row.get(c)) for c in cols) + " |" for row in v]
+        out += [f"| {k} | {fmt(simple.get(k))} | {fmt(psimple.get(k))} |" for k in keys]
+    for label, details in (("audited stack", a.details), ("plaintext", a.plaintext_details)):
+        for k, v in details.items():
+            if isinstance(v, list) and v and isinstance(v[0], dict):
+                cols = list(dict.fromkeys(c for row in v for c in row))
+                out += ["", f"{k} ({label}):", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+                out += ["| " + " | ".join(fmt(row.get(c)) for c in cols) + " |" for row in v]
     return out
 
 
