@@ -13,10 +13,12 @@ intra-client, both in the details) against as many uniformly sampled non-edges. 
 Details: ``prior_auc``, the same score on the raw features (what the side knowledge alone gives,
 no model at all), and ``advantage = auc - prior_auc``, the part the run's model adds.
 
-Note: a model that is broadcast in the clear (FedAvg's ``fedavg/model`` under every stack) is
-public to every client and the server; no aggregation mechanism changes what this attack gets
-from it. The attack shows the leak and its size; DP on the model is the only mechanism that
-could reduce it.
+What the stacks change (measured in ``tests/attacks/test_calibration_fedavg.py``): a server that
+reads individual updates (plaintext) attacks with each target client's *local* model; under a
+secure sum it holds only the global model, which FedAvg broadcasts in the clear to every client
+under every stack, so secure aggregation removes the local-model advantage and nothing more. Only
+noise on the model (``fedavg_dp``) pushes the attack down to the side-knowledge level, at a
+utility cost.
 """
 
 from __future__ import annotations
