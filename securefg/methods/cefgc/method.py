@@ -23,6 +23,11 @@ Who decrypts what (``protocols/cefgc_plus.toml``, semi-honest, no server-keyhold
   the keyholder learns the unlabelled values; clients learn neither.
 * R2: the server computes ``Enc((theta_i + theta_j*) / 2)`` (public coefficients), rerandomizes
   every copy, shuffles each bundle and forwards ``{mix_j : j != i}`` to client ``i``, who decrypts.
+* Pairing granularity (cefgc.md §6.1 item 10 leaves it open): one partner per client *package*
+  (CeFGC+: all its per-class models at once, compared on their concatenation; every class slot
+  is then averaged presence-weighted, so a class only one of the pair holds passes unmixed).
+  Cosines are rounded to 1e-3 before the argmax so CKKS/flooding noise cannot flip near-ties;
+  all generators share one public init seed, so averaging two of them is meaningful.
 * R3: GIN weights are summed under a *second* CKKS key (another parameter set, so a separate
   key the keyholder never shares): the server adds ciphertexts, the keyholder decrypts only the
   sum. A client colluding with the server therefore cannot read R3 uploads; it can read R1/R2
