@@ -20,7 +20,6 @@ import torch
 
 from securefg.errors import InvalidInputError
 
-
 #: The server pairs on cosines rounded to this grid: the key holder's flooding noise (~1e-6)
 #: and CKKS error then flip a pairing only when a cosine sits at a grid boundary, instead of
 #: at every near-tie (shared-init models can be within 1e-5 of each other).
