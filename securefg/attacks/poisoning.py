@@ -70,7 +70,7 @@ class UpdatePoisoning(Attack):
 
     name = "update_poisoning"
     metric = "accuracy_drop"
-    metric_doc = "honest clients' mean test accuracy, honest run minus poisoned run"
+    metric_doc = "global model accuracy on the honest clients' test data, honest run minus poisoned run"
     chance = 0.0
     requires_malicious = True
     defaults = {"behaviour": "sign_flip", "factor": 10.0, "defences": ["clip_norm", "trimmed_mean"],

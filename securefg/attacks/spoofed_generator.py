@@ -35,7 +35,7 @@ class SpoofedGenerator(Attack):
 
     name = "spoofed_generator"
     metric = "accuracy_drop"
-    metric_doc = "honest clients' mean test accuracy, honest run minus spoofed-generator run"
+    metric_doc = "global GIN accuracy on the honest clients' test graphs, honest run minus spoofed run"
     chance = 0.0
     requires_malicious = True
     defaults = {"shift": 1, "score": "test_acc"}
