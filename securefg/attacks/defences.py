@@ -24,7 +24,7 @@ import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
@@ -49,7 +49,7 @@ class PlaintextTrimmedMean(Mechanism):
 
     name = "plaintext_trimmed_mean"
     exchanges = frozenset({ExchangeKind.AGGREGATE})
-    defaults = {"trim": 0.2}
+    defaults: ClassVar[Mapping[str, Any]] = {"trim": 0.2}
     protects = "nothing (plaintext); bounds the influence of a minority of poisoned inputs"
     reveals_individual_inputs = True
 
@@ -66,7 +66,7 @@ class PlaintextTrimmedMean(Mechanism):
         order = sorted(got)
         x = torch.stack([got[p] for p in order]).sort(0).values
         n = len(order)
-        k = min(int(math.ceil(float(self.params["trim"]) * n - 1e-9)), (n - 1) // 2)
+        k = min(math.ceil(float(self.params["trim"]) * n - 1e-9), (n - 1) // 2)
         return SumOutcome(x[k : n - k].mean(0) * n, tuple(order))
 
 

@@ -39,8 +39,10 @@ model and the attack is blind (chance).
 
 from __future__ import annotations
 
+import contextlib
 import math
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import torch
 
@@ -57,6 +59,7 @@ from securefg.attacks.base import (
     register_attack,
 )
 from securefg.attacks.metrics import roc_auc, roc_points, tpr_at_fpr
+from securefg.errors import SecureFGError
 from securefg.models.graph_score import GraphDiffusionModel, condition_index, to_dense_batch_adjacency
 from securefg.models.graph_score.masks import symmetric_noise
 
@@ -160,7 +163,7 @@ class DiffusionMembership(Attack):
     name = "diffusion_membership"
     metric = "auc"
     metric_doc = "ROC-AUC: other clients' generator-training graphs vs held-out graphs"
-    defaults = {"tag": "cefgc/model", "reference": "aux", "levels": [], "draws": 8, "size_weight": 1.0,
+    defaults: ClassVar[Mapping[str, Any]] = {"tag": "cefgc/model", "reference": "aux", "levels": [], "draws": 8, "size_weight": 1.0,
                 "max_candidates": 200, "dp_noise_multipliers": [], "dp_histogram_sigma": 4.0, "dp_max_grad_norm": 1.0}
     payload_tags = ("cefgc/model",)
 
@@ -182,7 +185,7 @@ class DiffusionMembership(Attack):
         members = [g for cid in adv.targets for g in truth.task.train[truth.index(cid)] if int(g.num_nodes) <= cap]
         non = [g for g in truth.heldout_graphs if int(g.num_nodes) <= cap]
         m = min(len(members), len(non), int(self.params["max_candidates"]) // 2)
-        pick = lambda xs: [xs[i] for i in torch.randperm(len(xs), generator=generator)[:m].tolist()]  # noqa: E731
+        pick = lambda xs: [xs[i] for i in torch.randperm(len(xs), generator=generator)[:m].tolist()]
         items = pick(members) + pick(non)
         return Challenge(items, torch.cat([torch.ones(m), torch.zeros(m)]))
 
@@ -229,10 +232,8 @@ class DiffusionMembership(Attack):
                 continue
             t = adv.view.decode(rec)
             if t:
-                try:
+                with contextlib.suppress(SecureFGError):  # a payload that is not a valid package is no model
                     models.extend(unpack_package(t, arch))
-                except Exception:  # noqa: BLE001 - a payload that is not a package is simply not a model
-                    continue
         if not models:
             for pid in adv.view.clients:
                 models.extend(adv.view.own_state(pid, "received_models", []) or [])

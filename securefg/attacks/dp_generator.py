@@ -96,7 +96,7 @@ def train_dp_generator(
     opt = torch.optim.Adam(params, lr=lr)
     sigmas = torch.tensor(model.sigmas)
     q = min(1.0, batch_size / max(n, 1))
-    steps = max(1, int(round(epochs / q)))
+    steps = max(1, round(epochs / q))
     acc = RDPAccountant()
     for _ in range(steps):
         chosen = (torch.rand(n, generator=generator) < q).nonzero().flatten()

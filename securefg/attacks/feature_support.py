@@ -32,7 +32,9 @@ active unit), which needs the gradient's magnitude; an Adam update hides it.
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import torch
 
@@ -73,7 +75,7 @@ class FeatureSupport(Attack):
     name = "feature_support"
     metric = "auc"
     metric_doc = "per-feature ROC-AUC across clients (mean): which clients' data contain the feature"
-    defaults = {"rounds": [0], "min_features": 5}
+    defaults: ClassVar[Mapping[str, Any]] = {"rounds": [0], "min_features": 5}
     payload_tags = ("fedavg/model", "fedavg/update", "cefgc/init", "cefgc/weights")
 
     def supports(self, ctx: AdversaryContext) -> Support:
@@ -87,7 +89,7 @@ class FeatureSupport(Attack):
         return Support(True)
 
     def run(self, ctx: Any) -> AttackOutcome:
-        truth, adv = ctx.truth, ctx.adversary
+        truth, _adv = ctx.truth, ctx.adversary
         presence = {cid: feature_presence(truth, cid) for cid in truth.clients}
         stacked = torch.stack(list(presence.values()))
         informative = stacked.any(0) & ~stacked.all(0)
@@ -136,6 +138,6 @@ class FeatureSupport(Attack):
         value = stratified_auc(challenge.labels, scores, [i for _, i in challenge.items])
         kinds = sorted(getattr(self, "_kinds", set()))
         note = "only the round's mean update was available: every client gets the same scores" if kinds == ["mean"] else ""
-        return AttackOutcome(value=value if value == value else self.chance, chance=self.chance,
+        return AttackOutcome(value=self.chance if math.isnan(value) else value, chance=self.chance,
                              details={**base.details, "pooled_auc": base.value, "estimate": kinds},
                              roc=base.roc, note=note)

@@ -59,7 +59,7 @@ class AttackResult:
 def split_heldout(graphs: list[Any], share: float, seed: int) -> tuple[list[Any], list[Any]]:
     """Deterministically split held-out graphs into (adversary's auxiliary, challenge non-members)."""
     perm = torch.randperm(len(graphs), generator=torch.Generator().manual_seed(seed * 104729 + 3)).tolist()
-    k = int(round(share * len(graphs)))
+    k = round(share * len(graphs))
     return [graphs[i] for i in perm[:k]], [graphs[i] for i in perm[k:]]
 
 

@@ -25,7 +25,9 @@ name the client's most frequent class) and which estimate (individual / mean) wa
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import torch
 
@@ -72,7 +74,7 @@ class LabelInference(Attack):
     name = "label_inference"
     metric = "auc"
     metric_doc = "per-class ROC-AUC across clients (mean): which clients hold more of the class than average"
-    defaults = {"rounds": [0]}
+    defaults: ClassVar[Mapping[str, Any]] = {"rounds": [0]}
     payload_tags = ("fedavg/model", "fedavg/update", "cefgc/init", "cefgc/weights")
 
     def supports(self, ctx: AdversaryContext) -> Support:
@@ -139,7 +141,7 @@ class LabelInference(Attack):
             note = "no update of any target could be reconstructed from the view"
         value = stratified_auc(challenge.labels, scores, [c for _, c in challenge.items])
         return AttackOutcome(
-            value=value if value == value else self.chance,
+            value=self.chance if math.isnan(value) else value,
             chance=self.chance,
             details={**base.details, "pooled_auc": base.value, "majority_accuracy": sum(hits) / max(len(hits), 1),
                      "majority_chance": 1.0 / max(len({c for _, c in challenge.items}), 1), "estimate": kinds},

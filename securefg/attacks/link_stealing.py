@@ -23,7 +23,8 @@ utility cost.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import torch
 
@@ -85,7 +86,7 @@ class LinkStealing(Attack):
     name = "link_stealing"
     metric = "auc"
     metric_doc = "ROC-AUC of posterior similarity: true edges between target nodes vs sampled non-edges"
-    defaults = {"pairs": 2000, "similarity": "correlation", "local_models": True}
+    defaults: ClassVar[Mapping[str, Any]] = {"pairs": 2000, "similarity": "correlation", "local_models": True}
     payload_tags = ("fedavg/model", "fedavg/update")
 
     def supports(self, ctx: AdversaryContext) -> Support:

@@ -22,7 +22,14 @@ from typing import Any
 
 import torch
 
-from securefg.attacks.base import AdversaryContext, Attack, AttackOutcome, AuditContext, Support, register_attack
+from securefg.attacks.base import (
+    AdversaryContext,
+    Attack,
+    AttackOutcome,
+    AuditContext,
+    Support,
+    register_attack,
+)
 from securefg.errors import SecureFGError
 from securefg.federation.codec import TensorSpec, decode_tensor, decode_tensors, encode_tensor, encode_tensors
 

@@ -17,6 +17,7 @@ an upper bound (``max_auc = 0.6``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -96,7 +97,7 @@ def stratified_auc(labels: ArrayLike, scores: ArrayLike, groups: Sequence[object
     for i, g in enumerate(groups):
         by.setdefault(g, []).append(i)
     aucs = [roc_auc(y[idx], s[idx]) for idx in by.values()]
-    aucs = [a for a in aucs if a == a]
+    aucs = [a for a in aucs if not math.isnan(a)]
     return float(np.mean(aucs)) if aucs else float("nan")
 
 
@@ -111,7 +112,7 @@ def cosine_similarity(a: torch.Tensor, b: torch.Tensor) -> float:
 
 def mean_or_nan(values: Sequence[float]) -> float:
     """Mean of the finite values, ``nan`` if there are none."""
-    vals = [v for v in values if v == v]
+    vals = [v for v in values if not math.isnan(v)]
     return float(sum(vals) / len(vals)) if vals else float("nan")
 
 

@@ -22,7 +22,14 @@ from __future__ import annotations
 
 import torch
 
-from securefg.attacks.base import AdversaryContext, Attack, AttackOutcome, AuditContext, Support, register_attack
+from securefg.attacks.base import (
+    AdversaryContext,
+    Attack,
+    AttackOutcome,
+    AuditContext,
+    Support,
+    register_attack,
+)
 
 
 @register_attack

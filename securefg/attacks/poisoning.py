@@ -18,9 +18,17 @@ parameters can make in honest Adam steps (each moves a coordinate by about ``lr`
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
-from securefg.attacks.base import AdversaryContext, Attack, AttackOutcome, AuditContext, Support, register_attack
+from securefg.attacks.base import (
+    AdversaryContext,
+    Attack,
+    AttackOutcome,
+    AuditContext,
+    Support,
+    register_attack,
+)
 from securefg.attacks.defences import derived_stack
 from securefg.attacks.malicious import malicious_method
 
@@ -46,7 +54,7 @@ def honest_accuracy(model: Any, truth: Any, honest: tuple[str, ...]) -> float:
             accs.append(evaluate_node(model, truth.task.clients[k].to(device))["test_acc"])
         else:
             accs.append(evaluate_graphs(model, truth.task.test[k], truth.task.num_classes, device)["acc"])
-    accs = [a for a in accs if a == a]
+    accs = [a for a in accs if not math.isnan(a)]
     return sum(accs) / len(accs) if accs else float("nan")
 
 
@@ -73,7 +81,7 @@ class UpdatePoisoning(Attack):
     metric_doc = "global model accuracy on the honest clients' test data, honest run minus poisoned run"
     chance = 0.0
     requires_malicious = True
-    defaults = {"behaviour": "sign_flip", "factor": 10.0, "defences": ["clip_norm", "trimmed_mean"],
+    defaults: ClassVar[Mapping[str, Any]] = {"behaviour": "sign_flip", "factor": 10.0, "defences": ["clip_norm", "trimmed_mean"],
                 "clip": 0.0, "trim": 0.2}
 
     def supports(self, ctx: AdversaryContext) -> Support:

@@ -17,9 +17,18 @@ sealed relay does) stops a *server* from swapping them, not a client from lying.
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
-from securefg.attacks.base import AdversaryContext, Attack, AttackOutcome, AuditContext, Support, register_attack
+from securefg.attacks.base import (
+    AdversaryContext,
+    Attack,
+    AttackOutcome,
+    AuditContext,
+    Support,
+    register_attack,
+)
 from securefg.attacks.malicious import malicious_method
 from securefg.attacks.poisoning import final_model, honest_accuracy
 
@@ -38,7 +47,7 @@ class SpoofedGenerator(Attack):
     metric_doc = "global GIN accuracy on the honest clients' test graphs, honest run minus spoofed run"
     chance = 0.0
     requires_malicious = True
-    defaults = {"shift": 1, "score": "test_acc"}
+    defaults: ClassVar[Mapping[str, Any]] = {"shift": 1, "score": "test_acc"}
 
     def supports(self, ctx: AdversaryContext) -> Support:
         if ctx.run.task != "graph" or not ctx.run.method.startswith("cefgc"):
@@ -90,5 +99,5 @@ def _local(result: dict[str, Any], honest: tuple[str, ...], key: str) -> float:
     """Mean per-client ``key`` the clients measured on their own models (result.json's per_client)."""
     per = result.get("metrics", {}).get("per_client", {})
     vals = [float(per[c][key]) for c in honest if c in per and per[c].get(key) is not None]
-    vals = [v for v in vals if v == v]
+    vals = [v for v in vals if not math.isnan(v)]
     return sum(vals) / len(vals) if vals else float("nan")

@@ -36,7 +36,8 @@ keep the same keys (or set the parameters).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import torch
 
@@ -63,7 +64,7 @@ class StructureLinkInference(Attack):
     name = "structure_link"
     metric = "auc"
     metric_doc = "ROC-AUC over remote edges (w, x) next to the attacker's nodes vs non-edges"
-    defaults = {"tag": "fedstruct/abar*", "pairs": 2000, "view_key": "graph_view",
+    defaults: ClassVar[Mapping[str, Any]] = {"tag": "fedstruct/abar*", "pairs": 2000, "view_key": "graph_view",
                 "directory_key": "directory", "betas_key": "betas", "abar_key": "abar"}
     payload_tags = ("fedstruct/*",)
 

@@ -111,12 +111,12 @@ def audit(cfg: Any, tm: ThreatModel, out_dir: Path) -> AuditReport:
 
 STANDARD_ASSUMPTIONS = (
     "Channels are authenticated; an adversary reads only envelopes addressed to it and what it sent.",
-    "The server never holds a CKKS secret key and does not collude with a key holder (keyholder party or "
-    "key-holding client); with that collusion every CKKS upload is readable.",
-    "Secure sums assume fewer colluding clients than the threshold; K-1 colluding clients and the server "
-    "learn the remaining client's input from any sum.",
-    "Side knowledge is exactly what the threat model grants; the attacks' numbers are lower bounds on what "
-    "a stronger adversary (more data, more compute) could do.",
+    ("The server never holds a CKKS secret key and does not collude with a key holder (keyholder party or "
+    "key-holding client); with that collusion every CKKS upload is readable."),
+    ("Secure sums assume fewer colluding clients than the threshold; K-1 colluding clients and the server "
+    "learn the remaining client's input from any sum."),
+    ("Side knowledge is exactly what the threat model grants; the attacks' numbers are lower bounds on what "
+    "a stronger adversary (more data, more compute) could do."),
 )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from securefg.errors import UnboundTagError
 from securefg.protocol.mechanism import mechanism_class, transform_class
 from securefg.protocol.stack import ProtocolStack
 
@@ -53,7 +54,7 @@ def protections(stack: ProtocolStack, tags: list[str]) -> list[dict[str, Any]]:
     for tag in tags:
         try:
             b = stack.binding_for(tag)
-        except Exception:  # noqa: BLE001 - a tag the stack does not bind cannot have run under it
+        except UnboundTagError:  # a tag the stack does not bind cannot have run under it
             continue
         mcls = mechanism_class(b.mechanism)
         transforms = []

@@ -83,9 +83,9 @@ def render_markdown(report: AuditReport, plots: dict[str, str] | None = None) ->
     if tm.get("description"):
         L += ["", f"> {tm['description']}"]
     L += ["", "## 1. Exposure ledger", "",
-          f"From the transcript of the audited run (`{run['protocol']}`): every message tag, who received it in a "
+          (f"From the transcript of the audited run (`{run['protocol']}`): every message tag, who received it in a "
           "form they can read (plaintext or an aggregate) and who held only masked, encrypted, sealed or key "
-          "material. Senders know what they sent.", ""]
+          "material. Senders know what they sent."), ""]
     L += ledger_table(report.ledger)
     clear = clear_to(report.ledger, adv["parties"])
     L += ["", f"The adversary ({' + '.join(adv['parties'])}) reads in the clear: "
@@ -95,8 +95,8 @@ def render_markdown(report: AuditReport, plots: dict[str, str] | None = None) ->
     L += ["", "<details><summary>Exposure ledger of the plaintext run</summary>", ""] + ledger_table(report.plaintext_ledger) + ["", "</details>"]
 
     L += ["", "## 2. Attacks", "",
-          "Higher = the attack did better. *Chance* is an adversary that learned nothing from the run; the budget "
-          "is the threat model's upper bound on the audited stack.", "",
+          ("Higher = the attack did better. *Chance* is an adversary that learned nothing from the run; the budget "
+          "is the threat model's upper bound on the audited stack."), "",
           f"| attack | metric | `{run['protocol']}` | `{run['plaintext_protocol']}` | chance | budget | verdict |",
           "|---|---|---:|---:|---:|---:|---|"]
     for a in report.attacks:

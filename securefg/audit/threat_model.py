@@ -31,11 +31,12 @@ import enum
 import math
 import os
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import tomllib
 
 from securefg.errors import ConfigError
 

@@ -16,7 +16,13 @@ import torch
 from securefg.data.synthetic import make_csbm
 from securefg.federation.federation import Federation
 from securefg.methods.tasks import NodeTask
-from securefg.models.fedstruct import NodeDirectory, assemble, init_abar_state, local_contributions, split_graph
+from securefg.models.fedstruct import (
+    NodeDirectory,
+    assemble,
+    init_abar_state,
+    local_contributions,
+    split_graph,
+)
 from securefg.protocol.stack import ProtocolStack
 
 TAG = "fedstruct/abar"

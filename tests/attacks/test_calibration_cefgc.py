@@ -107,7 +107,7 @@ def test_partner_recovery_does_not_apply_without_pair_averaging(graph_task, cefg
 def test_a_spoofed_generator_reaches_every_honest_client_with_swapped_labels(graph_task, cefgc_plain, cache):
     runs = []
 
-    def rerun(method=None, protocol=None):  # noqa: ANN001, ANN202
+    def rerun(method=None, protocol=None):
         runs.append(run_method(graph_task, method or "cefgc", protocol or "plaintext", rounds=1, lr=1e-3,
                                weight_decay=5e-4, options={**FAST, "generator_cache": cache}, keep=False))
         return runs[-1]

@@ -13,7 +13,7 @@ import pytest
 from tests.attacks.conftest import play, run_method, threat
 
 
-def _value(results, key):  # noqa: ANN001, ANN202
+def _value(results, key):
     r = results[key]
     assert r.status == "ran", r.reason
     return r.outcome

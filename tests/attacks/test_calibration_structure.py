@@ -33,7 +33,7 @@ def _abar_error(result: dict[str, Any], task: Any, directory: Any) -> float:
     return float((got - torch.cat(ref)).norm() / torch.cat(ref).norm())
 
 
-def test_plaintext_peer_sums_hand_the_receiver_each_remote_neighbour_list(setup):  # noqa: ANN001
+def test_plaintext_peer_sums_hand_the_receiver_each_remote_neighbour_list(setup):
     task, directory = setup
     r = run_abar(task, directory, stack("plaintext"))
     out = play(threat(["client/0"], ATTACK), r, task)["structure_link"]
@@ -42,7 +42,7 @@ def test_plaintext_peer_sums_hand_the_receiver_each_remote_neighbour_list(setup)
     assert out.outcome.value >= 0.95
 
 
-def test_a_masked_peer_sum_leaves_the_result_itself_which_still_leaks(setup):  # noqa: ANN001
+def test_a_masked_peer_sum_leaves_the_result_itself_which_still_leaks(setup):
     task, directory = setup
     r = run_abar(task, directory, stack("secure"))
     assert _abar_error(r, task, directory) < 1e-9  # the secure sum computes Ā exactly
@@ -52,7 +52,7 @@ def test_a_masked_peer_sum_leaves_the_result_itself_which_still_leaks(setup):  #
     assert out.outcome.value >= 0.9
 
 
-def test_dp_noise_on_the_peer_sums_reaches_chance_only_by_destroying_the_rows(setup):  # noqa: ANN001
+def test_dp_noise_on_the_peer_sums_reaches_chance_only_by_destroying_the_rows(setup):
     task, directory = setup
     noisy = [{"name": "dp_gaussian", "mode": "distributed", "noise_multiplier": 1.0, "clip": 5.0, "secure_rng": False}]
     r = run_abar(task, directory, stack("secure", noisy))

@@ -41,7 +41,7 @@ def test_scores_must_be_finite_and_aligned() -> None:
 
 
 def test_roc_points_are_thinned_and_cosine_is_scale_free() -> None:
-    f, t = roc_points([0, 1] * 500, list(range(1000)), max_points=50)
+    f, _t = roc_points([0, 1] * 500, list(range(1000)), max_points=50)
     assert len(f) <= 50 and f[0] == 0.0 and f[-1] == 1.0
     assert cosine_similarity(torch.tensor([1.0, 2.0]), torch.tensor([2.0, 4.0])) == pytest.approx(1.0)
     assert cosine_similarity(torch.zeros(2), torch.ones(2)) == 0.0

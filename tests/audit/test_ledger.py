@@ -11,12 +11,12 @@ from tests.attacks.conftest import make_node_task, run_method
 
 
 @pytest.fixture(scope="module")
-def runs():  # noqa: ANN201
+def runs():
     task = make_node_task()
     return {s: run_method(task, "fedavg", s, rounds=2, hidden=8) for s in ("plaintext", "fedavg_secure_sum")}
 
 
-def test_plaintext_updates_are_read_in_the_clear_by_the_server_only(runs):  # noqa: ANN001
+def test_plaintext_updates_are_read_in_the_clear_by_the_server_only(runs):
     rows = {r.tag: r for r in exposure_ledger(runs["plaintext"]["_federation"].transcript)}
     up = rows["fedavg/update"]
     assert up.clear_readers == ("server",) and not up.protected
@@ -25,7 +25,7 @@ def test_plaintext_updates_are_read_in_the_clear_by_the_server_only(runs):  # no
     assert rows["fedavg/model"].clear_readers == ("client/0", "client/1", "client/2", "client/3")
 
 
-def test_under_secure_sum_nobody_reads_an_update_and_the_server_holds_masked_bytes(runs):  # noqa: ANN001
+def test_under_secure_sum_nobody_reads_an_update_and_the_server_holds_masked_bytes(runs):
     ledger = exposure_ledger(runs["fedavg_secure_sum"]["_federation"].transcript)
     rows = {r.tag: r for r in ledger}
     up = rows["fedavg/update"]
@@ -35,12 +35,12 @@ def test_under_secure_sum_nobody_reads_an_update_and_the_server_holds_masked_byt
     assert clear_to(ledger, ["client/0"]) == ["fedavg/model"]
 
 
-def test_the_ledger_bytes_add_up_to_the_transcript(runs):  # noqa: ANN001
+def test_the_ledger_bytes_add_up_to_the_transcript(runs):
     tr = runs["fedavg_secure_sum"]["_federation"].transcript
     assert sum(r.bytes for r in exposure_ledger(tr)) == tr.bytes_total()
 
 
-def test_an_adversary_view_holds_what_it_received_and_sent_and_decodes_only_readable_forms(runs):  # noqa: ANN001
+def test_an_adversary_view_holds_what_it_received_and_sent_and_decodes_only_readable_forms(runs):
     fed = runs["fedavg_secure_sum"]["_federation"]
     view = AdversaryView(fed.transcript, ["server"], fed.parties)
     sent = view.records("fedavg/model", received=False)
@@ -50,7 +50,7 @@ def test_an_adversary_view_holds_what_it_received_and_sent_and_decodes_only_read
     assert masked and all(view.decode(r) is None for r in masked)
 
 
-def test_own_state_opens_only_for_adversary_members(runs):  # noqa: ANN001
+def test_own_state_opens_only_for_adversary_members(runs):
     fed = runs["plaintext"]["_federation"]
     view = AdversaryView(fed.transcript, ["client/0"], fed.parties)
     assert view.own_state("client/0", "model") is not None

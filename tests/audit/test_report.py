@@ -12,7 +12,7 @@ from securefg.audit.ledger import LedgerRow
 from securefg.audit.report import AttackEntry, AuditReport
 
 
-def _report(**over) -> AuditReport:  # noqa: ANN003
+def _report(**over) -> AuditReport:
     attacks = (
         AttackEntry(key="label_inference", attack="label_inference", metric="auc", budget=0.6, status="ran", value=0.5,
                     plaintext_status="ran", plaintext_value=1.0, chance=0.5, passed=True,
@@ -20,12 +20,12 @@ def _report(**over) -> AuditReport:  # noqa: ANN003
         AttackEntry(key="link_stealing", attack="link_stealing", metric="auc", budget=None, status="skipped",
                     reason="needs side knowledge"),
     )
-    kw = dict(threat_model={"name": "t", "adversary": {"parties": ["server"], "behaviour": "honest-but-curious"}},
-              run={"method": "fedavg", "dataset": "csbm", "protocol": "fedavg-secure-sum", "plaintext_protocol": "plaintext",
+    kw = {"threat_model": {"name": "t", "adversary": {"parties": ["server"], "behaviour": "honest-but-curious"}},
+              "run": {"method": "fedavg", "dataset": "csbm", "protocol": "fedavg-secure-sum", "plaintext_protocol": "plaintext",
                    "seed": 0},
-              ledger=(LedgerRow("fedavg/update", ("client/0",), (), {"masked": ("server",)}, {"masked": 10}, 2, 1),),
-              plaintext_ledger=(LedgerRow("fedavg/update", ("client/0",), ("server",), {}, {"plaintext": 8}, 1, 1),),
-              attacks=attacks, assumptions=("non-collusion",), exit_code=int(AuditExit.SUCCESS))
+              "ledger": (LedgerRow("fedavg/update", ("client/0",), (), {"masked": ("server",)}, {"masked": 10}, 2, 1),),
+              "plaintext_ledger": (LedgerRow("fedavg/update", ("client/0",), ("server",), {}, {"plaintext": 8}, 1, 1),),
+              "attacks": attacks, "assumptions": ("non-collusion",), "exit_code": int(AuditExit.SUCCESS)}
     kw.update(over)
     return AuditReport(**kw)
 
