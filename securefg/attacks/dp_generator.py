@@ -107,7 +107,7 @@ def train_dp_generator(
             loss = dsm_loss(net, batch.adj[i : i + 1, :size, :size], batch.flags[i : i + 1, :size], sigmas=sigmas,
                             levels=level, classes=None if classes is None else classes[i : i + 1], generator=generator)
             grads = torch.autograd.grad(loss, params)
-            norm = torch.sqrt(sum((g.double() ** 2).sum() for g in grads))
+            norm = torch.sqrt(torch.stack([(g.double() ** 2).sum() for g in grads]).sum())
             scale = min(1.0, max_grad_norm / (float(norm) + 1e-12))
             for t, g in zip(total, grads, strict=True):
                 t.add_(g, alpha=scale)

@@ -37,9 +37,9 @@ def malicious_method(base: str, label: str, members: Iterable[str], overrides: d
             return _h(self, client, *args, **kw)
 
         attrs[handler] = wrapped
-    cls = type(f"{bcls.__name__}Malicious{label.title().replace('_', '')}", (bcls,), attrs)
+    cls: type[Method] = type(f"{bcls.__name__}Malicious{label.title().replace('_', '')}", (bcls,), attrs)
     register_method(cls)
-    return cls.name
+    return str(cls.name)
 
 
 __all__ = ["malicious_method"]

@@ -38,7 +38,7 @@ class PartnerRecovery(Attack):
 
     name = "partner_recovery"
     metric = "recovery"
-    metric_doc = "1 - relative L2 error of the best 2*mix - own reconstruction of a peer's package"
+    metric_doc = "1 - error of the best 2*mix - own copy of a peer's generator, relative to what its training moved"
     chance = 0.0
 
     def supports(self, ctx: AdversaryContext) -> Support:

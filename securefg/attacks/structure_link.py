@@ -94,7 +94,7 @@ class StructureLinkInference(Attack):
             pos = pos[:, torch.randperm(pos.size(1), generator=generator)[: self.params["pairs"]]]
         present = {(int(a), int(b)) for a, b in ei.t().tolist()}
         others = (~mine).nonzero().flatten()
-        neg = []
+        neg: list[tuple[int, int]] = []
         tries = 0
         while len(neg) < pos.size(1) and tries < 100 * max(pos.size(1), 1):
             tries += 1

@@ -110,9 +110,9 @@ class UpdateSource:
 
     def mean(self, r: int, clients: tuple[str, ...]) -> Tensors | None:
         """The round's mean update as far as the adversary holds it (see the module docs)."""
-        ups = [self.individual(r, c) for c in clients]
-        if ups and all(u is not None for u in ups):
-            return {k: torch.stack([u[k] for u in ups if u is not None]).mean(0) for k in ups[0]}  # type: ignore[index]
+        ups = [u for u in (self.individual(r, c) for c in clients) if u is not None]
+        if ups and len(ups) == len(clients):
+            return {k: torch.stack([u[k] for u in ups]).mean(0) for k in ups[0]}
         ref, nxt = self._refs.get(r), self._refs.get(r + 1)
         if self.profile.update_is_delta and ref is not None and nxt is not None:
             return {k: nxt[k] - ref[k] for k in ref}
