@@ -5,6 +5,13 @@ the first section of every audit report. A party "read" a tag in the clear when 
 envelope of that tag in ``plaintext`` or ``aggregate`` form; every other form (``masked``,
 ``ciphertext``, ``sealed``, ``keys``) is listed with its receivers. Senders know what they sent
 and are listed separately.
+
+End-to-end protected items are *opened* by their recipients: a ``sealed`` or ``ciphertext``
+envelope that a client or the key holder receives is readable by it under securefg's key
+management (sealed boxes are addressed to their final recipient; CKKS secret keys live with the
+clients or the ``keyholder``, never with the server). ``opened_by`` lists those receivers, so a
+reviewer sees that e.g. every CeFGC client reads the other clients' generators even though no
+envelope of the tag travels in plaintext.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from securefg.federation.envelope import Form
 from securefg.federation.transcript import Transcript
 
 CLEAR = (Form.PLAINTEXT.value, Form.AGGREGATE.value)
+OPENED = (Form.SEALED.value, Form.CIPHERTEXT.value)
 
 
 @dataclass(frozen=True)
@@ -32,6 +40,8 @@ class LedgerRow:
         bytes_by_form (Mapping[str, int]): Payload bytes per form.
         envelopes (int): Envelope copies (one per receiver).
         rounds (int): Distinct rounds it appeared in.
+        opened_by (tuple[str, ...]): Non-server receivers of sealed or ciphertext envelopes,
+            which hold the keys to open them.
     """
 
     tag: str
@@ -41,6 +51,7 @@ class LedgerRow:
     bytes_by_form: Mapping[str, int] = field(default_factory=dict)
     envelopes: int = 0
     rounds: int = 0
+    opened_by: tuple[str, ...] = ()
 
     @property
     def bytes(self) -> int:
@@ -49,13 +60,13 @@ class LedgerRow:
     def to_dict(self) -> dict[str, Any]:
         return {"tag": self.tag, "senders": list(self.senders), "clear_readers": list(self.clear_readers),
                 "protected": {k: list(v) for k, v in self.protected.items()}, "bytes_by_form": dict(self.bytes_by_form),
-                "bytes": self.bytes, "envelopes": self.envelopes, "rounds": self.rounds}
+                "bytes": self.bytes, "envelopes": self.envelopes, "rounds": self.rounds, "opened_by": list(self.opened_by)}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> LedgerRow:
         return cls(str(d["tag"]), tuple(d["senders"]), tuple(d["clear_readers"]),
                    {k: tuple(v) for k, v in d["protected"].items()}, {k: int(v) for k, v in d["bytes_by_form"].items()},
-                   int(d["envelopes"]), int(d["rounds"]))
+                   int(d["envelopes"]), int(d["rounds"]), tuple(d.get("opened_by", ())))
 
 
 def exposure_ledger(transcript: Transcript | Iterable[Any]) -> tuple[LedgerRow, ...]:
@@ -75,8 +86,10 @@ def exposure_ledger(transcript: Transcript | Iterable[Any]) -> tuple[LedgerRow, 
     for tag in sorted(count):
         clear = set().union(*(readers[tag].get(f, set()) for f in CLEAR))
         prot = {f: tuple(sorted(p - clear, key=_party_key)) for f, p in sorted(readers[tag].items()) if f not in CLEAR}
+        opened = set().union(*(readers[tag].get(f, set()) for f in OPENED)) - {"server"} - clear
         rows.append(LedgerRow(tag, tuple(sorted(senders[tag], key=_party_key)), tuple(sorted(clear, key=_party_key)),
-                              {f: p for f, p in prot.items() if p}, dict(nbytes[tag]), count[tag], len(rounds[tag])))
+                              {f: p for f, p in prot.items() if p}, dict(nbytes[tag]), count[tag], len(rounds[tag]),
+                              tuple(sorted(opened, key=_party_key))))
     return tuple(rows)
 
 
@@ -84,6 +97,12 @@ def clear_to(rows: Iterable[LedgerRow], parties: Iterable[str]) -> list[str]:
     """Tags some of ``parties`` read in the clear (what this adversary can decode)."""
     mine = set(parties)
     return [r.tag for r in rows if mine & set(r.clear_readers)]
+
+
+def opened_by(rows: Iterable[LedgerRow], parties: Iterable[str]) -> list[str]:
+    """Tags some of ``parties`` receive end-to-end protected and can open (they hold the keys)."""
+    mine = set(parties)
+    return [r.tag for r in rows if mine & set(r.opened_by)]
 
 
 def _party_key(p: str) -> tuple[int, int, str]:
@@ -108,4 +127,4 @@ def compress_parties(parties: Iterable[str]) -> str:
     return ", ".join(others + runs) or "nobody"
 
 
-__all__ = ["LedgerRow", "clear_to", "compress_parties", "exposure_ledger"]
+__all__ = ["LedgerRow", "clear_to", "compress_parties", "exposure_ledger", "opened_by"]

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from securefg.audit.exit_codes import help_text
-from securefg.audit.ledger import LedgerRow, clear_to, compress_parties
+from securefg.audit.ledger import LedgerRow, clear_to, compress_parties, opened_by
 from securefg.audit.report import AttackEntry, AuditReport
 
 
@@ -37,11 +37,12 @@ def _bytes(n: int) -> str:
 
 
 def ledger_table(rows: tuple[LedgerRow, ...]) -> list[str]:
-    out = ["| tag | read in the clear by | held only protected (form: parties) | senders | envelopes | bytes |",
-           "|---|---|---|---|---:|---:|"]
+    out = ["| tag | read in the clear by | opened end to end by | held only protected (form: parties) | senders | envelopes | bytes |",
+           "|---|---|---|---|---|---:|---:|"]
     for r in rows:
         prot = "; ".join(f"{f}: {compress_parties(p)}" for f, p in r.protected.items()) or "–"
-        out.append(f"| `{r.tag}` | {compress_parties(r.clear_readers) if r.clear_readers else 'nobody'} | {prot} | "
+        opened = compress_parties(r.opened_by) if r.opened_by else "–"
+        out.append(f"| `{r.tag}` | {compress_parties(r.clear_readers) if r.clear_readers else 'nobody'} | {opened} | {prot} | "
                    f"{compress_parties(r.senders)} | {r.envelopes} | {_bytes(r.bytes)} |")
     return out
 
@@ -88,8 +89,10 @@ def render_markdown(report: AuditReport, plots: dict[str, str] | None = None) ->
           "material. Senders know what they sent."), ""]
     L += ledger_table(report.ledger)
     clear = clear_to(report.ledger, adv["parties"])
+    opened = opened_by(report.ledger, adv["parties"])
     L += ["", f"The adversary ({' + '.join(adv['parties'])}) reads in the clear: "
-          + (", ".join(f"`{t}`" for t in clear) if clear else "nothing") + "."]
+          + (", ".join(f"`{t}`" for t in clear) if clear else "nothing") + "."
+          + (f" It opens, as their recipient: {', '.join(f'`{t}`' for t in opened)}." if opened else "")]
     plain_clear = clear_to(report.plaintext_ledger, adv["parties"])
     L += [f"Under `{run['plaintext_protocol']}` it would read: " + (", ".join(f"`{t}`" for t in plain_clear) if plain_clear else "nothing") + "."]
     L += ["", "<details><summary>Exposure ledger of the plaintext run</summary>", ""] + ledger_table(report.plaintext_ledger) + ["", "</details>"]

@@ -123,3 +123,14 @@ def test_a_spoofed_generator_reaches_every_honest_client_with_swapped_labels(gra
         got = fed.parties[cid].state["received_models"]
         spoofed = [m for m in got for c, h in true.items() if torch.equal(m.node_count_hist, h) and m.class_label == (c + 1) % 2]
         assert len(spoofed) == len(true)
+
+
+def test_the_ledger_shows_clients_opening_sealed_generators_the_server_only_forwards(cefgc_sealed):
+    from securefg.audit.ledger import exposure_ledger
+
+    rows = {r.tag: r for r in exposure_ledger(cefgc_sealed["_federation"].transcript)}
+    model = rows["cefgc/model"]
+    assert model.clear_readers == ()
+    assert model.opened_by == ("client/0", "client/1", "client/2")
+    assert "server" in model.protected["sealed"]
+    assert rows["cefgc/weights"].clear_readers == () and "server" in rows["cefgc/weights"].protected["masked"]
