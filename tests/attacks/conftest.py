@@ -57,11 +57,11 @@ def make_node_task(seed: int = SEED, clients: int = 4, own_share: float = 0.6) -
 def run_method(task: Any, method: str, stack: str, *, rounds: int, keep: Any = True, seed: int = SEED,
                hidden: int = 32, options: dict[str, Any] | None = None, lr: float = 0.01,
                weight_decay: float = 1e-6, local_epochs: int = 1) -> dict[str, Any]:
-    """Run ``method`` on ``task`` under ``stack`` (name or path); a result dict the harness reads."""
+    """Run ``method`` on ``task`` under ``stack`` (name, path or stack); a result dict the harness reads."""
     cfg = MethodConfig(rounds=rounds, train=TrainConfig(lr=lr, weight_decay=weight_decay, local_epochs=local_epochs),
                        seed=seed, hidden=hidden, options=dict(options or {}))
     m = method_class(method)(task, cfg)
-    st = ProtocolStack.load(stack)
+    st = stack if isinstance(stack, ProtocolStack) else ProtocolStack.load(stack)
     fed = Federation(m.num_clients, st, seed=seed, extra_parties=getattr(m, "extra_parties", ()), keep_payloads=keep)
     out = RoundRunner(m, fed, rounds=getattr(m, "fixed_rounds", None) or rounds, progress=False).run()
     return {"_federation": fed, "method": method, "protocol": st.name, "metrics": out.summary,

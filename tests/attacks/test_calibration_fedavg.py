@@ -10,6 +10,7 @@ import math
 
 import pytest
 
+from securefg.protocol.stack import ProtocolStack
 from tests.attacks.conftest import play, run_method, threat
 
 
@@ -65,9 +66,16 @@ def test_link_stealing_succeeds_in_plaintext_and_secure_sum_cannot_hide_the_broa
 
 
 def test_link_stealing_falls_to_the_side_knowledge_level_under_dp_noise_on_the_aggregate(node_task, fedavg_plain):
-    # The documented trade-off: fedavg_dp's central noise on the aggregate (sigma 0.1, clip 1)
-    # leaves a client's view of the global model no better than the public features.
-    dp = run_method(node_task, "fedavg", "fedavg_dp", rounds=15)
+    # The documented trade-off: central noise on the aggregate as in protocols/fedavg_dp.toml
+    # (sigma 0.3, clip 1; seeded here so the test is deterministic) leaves a client's view of the
+    # global model no better than the public features. Measured over 3 seeds: AUC 0.56-0.64
+    # (0.84 without noise), global accuracy on the clients' test nodes 0.60-0.76 (1.0 without);
+    # sigma 0.1 leaves the attack at 0.83.
+    dp_update = {"mechanism": "plaintext", "transforms": [{"name": "dp_gaussian", "mode": "central", "noise_multiplier": 0.3,
+                                                          "clip": 1.0, "secure_rng": False}]}
+    seeded = ProtocolStack.from_dict({"name": "fedavg_dp_seeded", "tags": {
+        "fedavg/model": {"mechanism": "plaintext"}, "fedavg/update": dp_update, "fedavg/metrics": {"mechanism": "plaintext"}}})
+    dp = run_method(node_task, "fedavg", seeded, rounds=15)
     client = threat(["client/0"], {"link_stealing": {"pairs": 600}}, target_features=True)
     clear = _value(play(client, fedavg_plain, node_task), "link_stealing")
     noisy = _value(play(client, dp, node_task), "link_stealing")

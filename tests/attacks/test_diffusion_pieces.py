@@ -12,7 +12,7 @@ from securefg.data.synthetic import make_graph_classification
 from securefg.models.graph_score import GraphDiffusionModel
 
 
-def _graphs(n: int = 6) -> list:  # noqa: ANN001
+def _graphs(n: int = 6) -> list:
     return [g for g in make_graph_classification(num_graphs=4 * n, num_classes=2, min_nodes=6, max_nodes=10, seed=3)
             if int(g.y) == 1][:n]
 
