@@ -85,8 +85,9 @@ def render_markdown(report: AuditReport, plots: dict[str, str] | None = None) ->
         L += ["", f"> {tm['description']}"]
     L += ["", "## 1. Exposure ledger", "",
           (f"From the transcript of the audited run (`{run['protocol']}`): every message tag, who received it in a "
-          "form they can read (plaintext or an aggregate) and who held only masked, encrypted, sealed or key "
-          "material. Senders know what they sent."), ""]
+           "form they can read (plaintext or an aggregate), which recipients open end-to-end protected items "
+           "(sealed boxes addressed to them, ciphertexts under keys they hold; never the server), and who held "
+           "only masked, encrypted, sealed or key material. Senders know what they sent."), ""]
     L += ledger_table(report.ledger)
     clear = clear_to(report.ledger, adv["parties"])
     opened = opened_by(report.ledger, adv["parties"])
