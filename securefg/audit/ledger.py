@@ -36,7 +36,8 @@ class LedgerRow:
         tag (str): The message tag.
         senders (tuple[str, ...]): Parties that sent it.
         clear_readers (tuple[str, ...]): Parties that received it as plaintext or aggregate.
-        protected (Mapping[str, tuple[str, ...]]): Form -> parties that received it only so.
+        protected (Mapping[str, tuple[str, ...]]): Form -> parties that received it only so (neither
+            in the clear nor able to open it).
         bytes_by_form (Mapping[str, int]): Payload bytes per form.
         envelopes (int): Envelope copies (one per receiver).
         rounds (int): Distinct rounds it appeared in.
@@ -85,8 +86,9 @@ def exposure_ledger(transcript: Transcript | Iterable[Any]) -> tuple[LedgerRow, 
     rows = []
     for tag in sorted(count):
         clear = set().union(*(readers[tag].get(f, set()) for f in CLEAR))
-        prot = {f: tuple(sorted(p - clear, key=_party_key)) for f, p in sorted(readers[tag].items()) if f not in CLEAR}
         opened = set().union(*(readers[tag].get(f, set()) for f in OPENED)) - {"server"} - clear
+        prot = {f: tuple(sorted(p - clear - opened, key=_party_key)) for f, p in sorted(readers[tag].items())
+                if f not in CLEAR}
         rows.append(LedgerRow(tag, tuple(sorted(senders[tag], key=_party_key)), tuple(sorted(clear, key=_party_key)),
                               {f: p for f, p in prot.items() if p}, dict(nbytes[tag]), count[tag], len(rounds[tag]),
                               tuple(sorted(opened, key=_party_key))))

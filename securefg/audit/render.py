@@ -40,7 +40,8 @@ def ledger_table(rows: tuple[LedgerRow, ...]) -> list[str]:
     out = ["| tag | read in the clear by | opened end to end by | held only protected (form: parties) | senders | envelopes | bytes |",
            "|---|---|---|---|---|---:|---:|"]
     for r in rows:
-        prot = "; ".join(f"{f}: {compress_parties(p)}" for f, p in r.protected.items()) or "–"
+        hidden = {f: [x for x in p if x not in r.opened_by] for f, p in r.protected.items()}
+        prot = "; ".join(f"{f}: {compress_parties(p)}" for f, p in hidden.items() if p) or "–"
         opened = compress_parties(r.opened_by) if r.opened_by else "–"
         out.append(f"| `{r.tag}` | {compress_parties(r.clear_readers) if r.clear_readers else 'nobody'} | {opened} | {prot} | "
                    f"{compress_parties(r.senders)} | {r.envelopes} | {_bytes(r.bytes)} |")
