@@ -98,3 +98,7 @@ class CheckpointError(SecureFGError):
 
 class AttackBudgetExceeded(SecureFGError):
     """An audit attack exceeded the budget allowed by the threat model."""
+
+
+class QueryBudgetError(ProtocolError):
+    """An owner refused to answer more structure queries than its budget (FedStruct App. L.1)."""

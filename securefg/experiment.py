@@ -74,7 +74,8 @@ def run_experiment(cfg: RunConfig) -> dict[str, Any]:
     stack = resolve_stack(cfg)
     stack.check_tags(mcls.TAGS)
     task, data_info = build_task(cfg)
-    base = default_train_config(cfg, task)
+    # a method may carry its paper's step sizes (FedStruct: Table 4); --lr etc. still override
+    base = mcls.train_defaults(task) if hasattr(mcls, "train_defaults") else default_train_config(cfg, task)
     train = TrainConfig(
         lr=cfg.lr if cfg.lr is not None else base.lr,
         weight_decay=cfg.weight_decay if cfg.weight_decay is not None else base.weight_decay,

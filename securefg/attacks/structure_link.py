@@ -29,9 +29,9 @@ attacker and ``x`` any node the attacker does not own, against as many non-edges
 The attacker's own graph knowledge and result are read from its own state under the keys
 ``view_key`` (a :class:`~securefg.models.fedstruct.ClientGraphView`), ``directory_key`` (the
 public :class:`~securefg.models.fedstruct.NodeDirectory`), ``betas_key`` and ``abar_key``
-(:math:`\bar{A}^{[i]}`). securefg has no FedStruct method yet: ``tests/attacks`` drives
-Algorithm 3 through a federation's ``peer_sum`` with these keys, and a FedStruct method should
-keep the same keys (or set the parameters).
+(:math:`\bar{A}^{[i]}`): the keys the ``fedstruct`` method (variant B) keeps in each client's
+state. ``tests/attacks`` attacks the real method and, for the DP calibration, a bare Algorithm 3
+driver with the same keys.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """FedStruct-B's Algorithm 3 driven through a federation's ``peer_sum`` (for the structure-link tests).
 
-securefg has no FedStruct method yet; this drives the model-side pieces
+The real method is attacked in ``test_structure_link_method.py``; this bare driver stays for the
+DP calibration (one tag, two-hop β = (0.5, 0.5), DP transforms on ``fedstruct/abar`` alone). It drives the model-side pieces
 (:mod:`securefg.models.fedstruct.abar_protocol`) over the real exchange API so the transcript holds
 exactly what each client received: under ``plaintext`` every contributor's :math:`B_{i\\cdot k}`,
 under ``secure_sum`` masked vectors only. Each client keeps in its own state what a FedStruct-B

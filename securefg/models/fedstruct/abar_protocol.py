@@ -159,12 +159,32 @@ def local_contributions(
         )
     if state.done:
         raise InvalidInputError(f"client {view.client_id} already holds all {state.hop} hops")
-    out: dict[int, Tensor] = {}
-    for i in range(directory.num_clients):
-        block = adjacency_block(view, directory, receiver=i).to(state.power.device, state.power.dtype)
-        msg = torch.sparse.mm(block, state.power)
-        out[i] = msg if prune_p is None else _prune_column_blocks(msg, directory, prune_p)
-    return out
+    return {i: contribution(view, state, directory=directory, receiver=i, prune_p=prune_p)
+            for i in range(directory.num_clients)}
+
+
+def contribution(
+    view: ClientGraphView,
+    state: AbarState,
+    *,
+    directory: NodeDirectory,
+    receiver: int,
+    prune_p: int | None = None,
+) -> Tensor:
+    r"""Client ``k``'s one message :math:`B_{i\cdot k}` to ``receiver`` for hop ``state.hop + 1``.
+
+    The per-receiver form of :func:`local_contributions`, so an orchestrator can hold one
+    receiver's messages at a time instead of all ``K^2`` (``[n_i, n]`` each).
+    """
+    if state.client_id != view.client_id:
+        raise InvalidInputError(
+            f"state of client {state.client_id} passed with view of client {view.client_id}"
+        )
+    if state.done:
+        raise InvalidInputError(f"client {view.client_id} already holds all {state.hop} hops")
+    block = adjacency_block(view, directory, receiver=receiver).to(state.power.device, state.power.dtype)
+    msg = torch.sparse.mm(block, state.power)
+    return msg if prune_p is None else _prune_column_blocks(msg, directory, prune_p)
 
 
 def assemble(view: ClientGraphView, state: AbarState, *, summed: Tensor) -> AbarState:

@@ -34,8 +34,8 @@ class FedStructDGCN(nn.Module):
             ``g``. Table 4 (Cora): ``(256,)``. (default: :obj:`(256,)`)
         dropout (float, optional): Dropout on hidden layers of both MLPs. (default: :obj:`0.5`)
         input_dropout (float, optional): Dropout on ``x`` before ``f``. (default: :obj:`0.0`)
-        norm (str, optional): Hidden-layer norm of both MLPs (PyG name, e.g. ``"layer_norm"``;
-            the FedStruct code uses LayerNorm). (default: :obj:`None`)
+        norm (str, optional): Hidden-layer norm of both MLPs (PyG name, e.g. ``"layer_norm"``,
+            applied per node; the FedStruct code uses LayerNorm). (default: :obj:`None`)
 
     Shapes:
         - **input:** ``x`` :math:`(n_i, F)`, ``a_local`` :math:`(n_i, n_i)`, ``s``
@@ -69,11 +69,17 @@ class FedStructDGCN(nn.Module):
         self.structure_channels = structure_channels
         self.out_channels = out_channels
         self.input_dropout = nn.Dropout(input_dropout)
-        self.f = MLP([in_channels, *feature_hidden, out_channels], dropout=dropout, norm=norm)
+        # PyG's LayerNorm defaults to mode="graph" (statistics over all rows of the batch), which
+        # would make a node's output depend on which other nodes share its batch: the per-client
+        # and per-owner pieces of FedStruct-B would then differ from the central forward. Per-node
+        # normalisation (torch's LayerNorm, as the FedStruct code) keeps every row independent.
+        norm_kwargs = {"mode": "node"} if norm == "layer_norm" else None
+        self.f = MLP([in_channels, *feature_hidden, out_channels], dropout=dropout, norm=norm,
+                     norm_kwargs=norm_kwargs)
         self.g: nn.Module = (
             nn.Identity() if structure_hidden is None
             else MLP([structure_channels, *structure_hidden, out_channels], dropout=dropout,
-                     norm=norm)
+                     norm=norm, norm_kwargs=norm_kwargs)
         )
 
     def reset_parameters(self) -> None:

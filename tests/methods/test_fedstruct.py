@@ -1,0 +1,179 @@
+"""FedStruct as a method: Algorithm 3 over peer_sum, variants A/B/hardened, stacks, options.
+
+Small CSBM graphs (150 nodes, 3 clients, L_s = 3) keep every test to a few seconds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+from securefg.data.partition import RandomPartitioner, client_subgraphs
+from securefg.data.synthetic import make_csbm
+from securefg.errors import ConfigError, QueryBudgetError
+from securefg.federation.codec import encode_tensor
+from securefg.federation.envelope import Form
+from securefg.federation.federation import Federation
+from securefg.federation.runner import RoundRunner
+from securefg.methods.base import MethodConfig, method_class
+from securefg.methods.tasks import NodeTask
+from securefg.methods.training import TrainConfig
+from securefg.models.fedstruct import multi_hop_adjacency, rw_normalized_adjacency
+from securefg.models.fedstruct.abar_protocol import contribution, init_abar_state
+from securefg.protocol.stack import ProtocolStack
+
+SMALL = {"structure_hops": 3, "structure_dim": 16}
+
+
+@pytest.fixture(autouse=True)
+def _one_thread() -> Any:
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
+def small_task(seed: int = 0, clients: int = 3, nodes: int = 150) -> NodeTask:
+    g = make_csbm(num_nodes=nodes, num_classes=3, num_features=12, p_in=0.06, p_out=0.01, seed=seed)
+    partition = RandomPartitioner(clients, seed=seed)(g)
+    return NodeTask(clients=client_subgraphs(g, partition), num_features=12, num_classes=3, full_graph=g)
+
+
+def run(task: NodeTask, stack: str, *, rounds: int = 3, keep: bool = False, seed: int = 0,
+        **options: Any) -> tuple[Any, Federation, Any]:
+    cfg = MethodConfig(rounds=rounds, train=TrainConfig(lr=0.01, weight_decay=5e-4), seed=seed,
+                       options={**SMALL, **options})
+    method = method_class("fedstruct")(task, cfg)
+    st = ProtocolStack.load(stack)
+    st.check_tags(method.TAGS)
+    fed = Federation(method.num_clients, st, seed=seed, keep_payloads=keep)
+    torch.manual_seed(seed)  # dropout masks come from torch's global RNG
+    out = RoundRunner(method, fed, rounds=rounds, progress=False).run()
+    return method, fed, out
+
+
+def central_abar(task: NodeTask, hops: int) -> torch.Tensor:
+    assert task.full_graph is not None
+    a_hat = rw_normalized_adjacency(task.full_graph.edge_index, task.full_graph.num_nodes, dtype=torch.float64)
+    return multi_hop_adjacency(a_hat, (0.0,) * (hops - 1) + (1.0,))
+
+
+def predictions(fed: Federation) -> torch.Tensor:
+    return torch.cat([fed.parties[p].state["predictions"] for p in fed.client_ids])
+
+
+@pytest.mark.parametrize("stack", ["plaintext", "fedstruct_secure"])
+def test_each_client_gets_exactly_its_rows_of_the_central_abar(stack: str) -> None:
+    task = small_task()
+    _, fed, _ = run(task, stack, rounds=1)
+    ref = central_abar(task, SMALL["structure_hops"])
+    for k, pid in enumerate(fed.client_ids):
+        rows = ref[task.clients[k].global_id]
+        assert torch.allclose(fed.parties[pid].state["abar"], rows, atol=1e-9, rtol=0)
+
+
+def _hop2_messages(fed: Federation, receiver: int) -> dict[str, bytes]:
+    """What each peer k sends receiver i at hop 2, B_ik, encoded as the wire would carry it in clear."""
+    out = {}
+    for pid in fed.client_ids:
+        st = fed.parties[pid].state
+        state = init_abar_state(st["graph_view"], st["directory"], betas=st["betas"], dtype=torch.float64)
+        b = contribution(st["graph_view"], state, directory=st["directory"], receiver=receiver)
+        if st["graph_view"].client_id != receiver and bool(b.ne(0).any()):
+            out[pid] = encode_tensor(b.flatten())[-b.numel() * 8:]  # the raw float64 values
+    return out
+
+
+@pytest.mark.parametrize("stack,visible", [("plaintext", True), ("fedstruct_secure", False)])
+def test_the_receiver_sees_single_contributions_only_in_plaintext(stack: str, visible: bool) -> None:
+    task = small_task()
+    _, fed, _ = run(task, stack, rounds=1, keep=True)
+    target = fed.client_ids[0]
+    singles = _hop2_messages(fed, receiver=0)
+    assert singles, "the receiver must have remote neighbours for this test to mean anything"
+    view = [r for r in fed.transcript.view(target) if r.tag == "fedstruct/abar"]
+    assert view
+    found = {pid for pid, raw in singles.items() for r in view if r.payload is not None and raw in r.payload}
+    assert (found == set(singles)) is visible
+    # masked: the receiver's inputs are masked vectors and key material, never a plaintext B_ik
+    assert (Form.PLAINTEXT in {r.form for r in view}) is visible
+    if not visible:
+        assert {r.form for r in view if r.stage.endswith("masked_input")} == {Form.MASKED}
+
+
+@pytest.mark.parametrize("nsf", ["degree", "hop2vec"])
+def test_variants_a_b_and_hardened_predict_identically(nsf: str) -> None:
+    task = small_task(seed=1)
+    no_dropout = {"nsf": nsf, "dropout": 0.0, "input_dropout": 0.0}
+    _, fed_b, out_b = run(task, "plaintext", rounds=4, variant="B", **no_dropout)
+    _, fed_a, out_a = run(task, "plaintext", rounds=4, variant="A", **no_dropout)
+    _, fed_h, out_h = run(task, "plaintext", rounds=4, variant="B", hardened=True, **no_dropout)
+    pb, pa, ph = predictions(fed_b), predictions(fed_a), predictions(fed_h)
+    assert not torch.allclose(pb, torch.zeros_like(pb))
+    assert torch.allclose(pa, pb, atol=1e-4) and torch.equal(pa.argmax(1), pb.argmax(1))
+    assert torch.allclose(ph, pb, atol=1e-4) and torch.equal(ph.argmax(1), pb.argmax(1))
+    assert [h["mean_val"] for h in out_a.history] == [h["mean_val"] for h in out_b.history]
+    assert [h["mean_val"] for h in out_h.history] == [h["mean_val"] for h in out_b.history]
+
+
+def test_protected_stack_trains_the_same_model_as_plaintext() -> None:
+    task = small_task(seed=2)
+    _, fed_p, out_p = run(task, "plaintext", rounds=4, nsf="hop2vec")
+    _, fed_s, out_s = run(task, "fedstruct_secure", rounds=4, nsf="hop2vec")
+    assert torch.allclose(predictions(fed_p), predictions(fed_s), atol=1e-4)
+    assert [h["mean_test"] for h in out_p.history] == [h["mean_test"] for h in out_s.history]
+    up = [r for r in fed_s.transcript if r.tag == "fedstruct/update" and r.receiver == "server"]
+    assert up and {r.form for r in up} <= {Form.MASKED, Form.KEYS}  # the server never reads one gradient
+
+
+def test_training_learns_beyond_chance() -> None:
+    task = small_task(seed=3, nodes=240)
+    _, _, out = run(task, "plaintext", rounds=30, nsf="degree")
+    assert out.summary["test_acc"] > 0.6  # 3 classes: chance is about 0.33
+
+
+def test_pruning_changes_the_rows_and_is_reported_with_the_offline_cost() -> None:
+    task = small_task()
+    method, fed, _ = run(task, "plaintext", rounds=1, prune_p=1)
+    ref = central_abar(task, SMALL["structure_hops"])
+    got = torch.cat([fed.parties[p].state["abar"] for p in fed.client_ids])
+    order = torch.cat([c.global_id for c in task.clients])
+    assert not torch.allclose(got, ref[order], atol=1e-6)
+    off = method.report()["offline"]
+    assert off["abar"]["prune_p"] == 1 and off["abar"]["hops"] == SMALL["structure_hops"]
+    abar_bytes = sum(r.payload_bytes for r in fed.transcript if r.tag == "fedstruct/abar")
+    assert off["abar"]["bytes"] == abar_bytes > 0
+    assert off["training_bytes"] == fed.transcript.bytes_total() - off["bytes_total"]
+
+
+def test_hardened_owners_refuse_queries_beyond_their_budget() -> None:
+    task = small_task()
+    method, _, _ = run(task, "plaintext", rounds=2, hardened=True, query_budget=2)
+    assert all(v == 2 for q in method.report()["fedstruct"]["queries_answered"].values() for v in q.values())
+    with pytest.raises(QueryBudgetError):
+        run(task, "plaintext", rounds=3, hardened=True, query_budget=2)
+
+
+@pytest.mark.parametrize("options", [{"nsf": "gdv"}, {"variant": "C"}, {"variant": "A", "hardened": True},
+                                     {"variant": "A", "prune_p": 3}, {"prune_p": -1}])
+def test_invalid_options_are_config_errors(options: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError):
+        method_class("fedstruct")(small_task(), MethodConfig(rounds=1, options=options))
+
+
+def test_cli_flags_reach_the_method_and_result_reports_offline(tmp_path: Any) -> None:
+    import json
+
+    from securefg.cli import main
+
+    out = tmp_path / "run"
+    code = main(["run", "--method", "fedstruct", "--nsf", "degree", "--variant", "B", "--dataset", "csbm",
+                 "--partition", "random", "--clients", "3", "--rounds", "2", "--protocol", "plaintext",
+                 "--option", "structure_hops=2", "--option", "structure_dim=8", "--out", str(out), "--no-progress"])
+    assert code == 0
+    res = json.loads((out / "result.json").read_text())
+    assert res["fedstruct"]["nsf"] == "degree" and res["fedstruct"]["variant"] == "B"
+    assert res["offline"]["abar"]["bytes"] > 0 and res["offline"]["abar"]["hops"] == 2
+    assert res["bytes_by_tag"]["fedstruct/abar"] == res["offline"]["abar"]["bytes"]
