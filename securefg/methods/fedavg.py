@@ -8,7 +8,10 @@ to the local loss. Clients also report their validation/test scores through an `
 so the server learns only the mean over clients (used to pick the best round).
 
 Evaluation follows FED-PUB's reference code: each client scores the model it holds *after*
-its local training of the round, on its own validation and test nodes.
+its local training of the round, on its own validation and test nodes. Node-task clients also
+score the *received* global model before training (``global_val_acc``/``global_test_acc``):
+under strong label skew one local step from the global model can hide a collapsed global
+model, so both views are reported.
 """
 
 from __future__ import annotations
@@ -96,8 +99,13 @@ class FedAvg(Method):
         data = client.state["data"]
         t = self.config.train
         if isinstance(self.task, NodeTask):
+            received = evaluate_node(model, data)
             train_node_epochs(model, opt, data, t.local_epochs, prox)
-            client.state["scores"] = evaluate_node(model, data)
+            client.state["scores"] = {
+                **evaluate_node(model, data),
+                "global_val_acc": received["val_acc"],
+                "global_test_acc": received["test_acc"],
+            }
             n = int(data.train_mask.sum())
         else:
             train_graph_epochs(
@@ -118,6 +126,8 @@ class FedAvg(Method):
         s = client.state["scores"]
         key = "val_acc" if isinstance(self.task, NodeTask) else "val_auc"
         vals = [s[key], s["test_acc"]]
+        if "global_test_acc" in s:
+            vals += [s["global_val_acc"], s["global_test_acc"]]
         return {"scores": torch.tensor([v if v == v else 0.0 for v in vals], dtype=torch.float64)}
 
     # ------------------------------------------------------------- one round
@@ -131,7 +141,10 @@ class FedAvg(Method):
         self.aggregate_train(fed.server, mean_update)
         reports = {cid: self.handle_report(fed.parties[cid]) for cid in received}
         mean_scores = ex.aggregate(TAG_METRICS, reports)["scores"]
-        return {"server_mean_val": float(mean_scores[0]), "server_mean_test_acc": float(mean_scores[1])}
+        out = {"server_mean_val": float(mean_scores[0]), "server_mean_test_acc": float(mean_scores[1])}
+        if mean_scores.numel() == 4:
+            out["server_mean_global_test_acc"] = float(mean_scores[3])
+        return out
 
     # ------------------------------------------------------------- measuring
     def measure(self, fed: Federation) -> dict[str, Any]:
@@ -163,6 +176,9 @@ def measure_clients(method: Method, fed: Federation) -> dict[str, Any]:
     if isinstance(method.task, NodeTask):
         out["mean_val"] = _mean(s.get("val_acc") for s in per_client.values())
         out["mean_test"] = _mean(s.get("test_acc") for s in per_client.values())
+        if any("global_test_acc" in s for s in per_client.values()):
+            out["mean_global_val"] = _mean(s.get("global_val_acc") for s in per_client.values())
+            out["mean_global_test"] = _mean(s.get("global_test_acc") for s in per_client.values())
     else:
         out["mean_val"] = _mean(s.get("val_auc") for s in per_client.values())
         out["mean_test"] = _mean(s.get("test_auc") for s in per_client.values())
@@ -180,7 +196,16 @@ def summarize_task(task: Task, history: list[dict[str, Any]]) -> dict[str, Any]:
     if not best:
         return {}
     if isinstance(task, NodeTask):
-        return {"test_acc": best["test"], **{k: v for k, v in best.items() if k != "test"}}
+        out = {"test_acc": best["test"], **{k: v for k, v in best.items() if k != "test"}}
+        at = next(h for h in history if h["round"] == best["best_round"])
+        if "mean_global_test" in at:
+            # The received global model's mean client test accuracy, at the same round and
+            # at the round where its own validation accuracy peaks.
+            out["global_model_test_acc"] = at["mean_global_test"]
+            g_best = select_best_round(history, key="global_val", report="global_test")
+            out["global_model_best_test_acc"] = g_best["global_test"]
+            out["global_model_best_round"] = g_best["best_round"]
+        return out
     at = next(h for h in history if h["round"] == best["best_round"])
     last = history[-1]
     return {

@@ -130,3 +130,21 @@ def test_protected_fedavg_matches_plaintext_and_server_never_sees_an_unmasked_up
         assert torch.allclose(a[k], b[k], atol=1e-4), k
     seen = {r.form.value for r in fed_s.transcript.view("server") if r.tag == "fedavg/update" and r.sender.startswith("client/")}
     assert seen and seen <= forms and "plaintext" not in seen, seen
+
+
+def test_node_clients_also_score_the_received_global_model_before_training():
+    """The received-model score is the broadcast model's accuracy, not the locally stepped one."""
+    from securefg.methods.training import evaluate_node, load_state
+
+    task = _node_task(3)
+    method, fed, out = _run("fedavg", task, rounds=2)
+    # Round 2's broadcast model is the server model after round 1: recompute round 1 alone.
+    m1, fed1, _ = _run("fedavg", task, rounds=1)
+    probe = method.make_model()
+    load_state(probe, state_of(fed1.server.state["model"]))
+    for k, cid in enumerate(fed.client_ids):
+        scores = out.history[-1]["per_client"][cid]
+        assert scores["global_test_acc"] == pytest.approx(evaluate_node(probe, task.clients[k])["test_acc"])
+    summary = method.summarize(out.history)
+    assert 0.0 <= summary["global_model_test_acc"] <= 1.0
+    assert summary["global_model_best_round"] in {h["round"] for h in out.history}
