@@ -36,9 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import tomllib
-
 from securefg.errors import ConfigError
+from securefg.toml_files import read_named_toml, top_level_problems
 
 _TOP_KEYS = {"name", "description", "assumptions", "adversary", "side_knowledge", "attacks"}
 _ADVERSARY_KEYS = {"parties", "behaviour"}
@@ -164,27 +163,14 @@ class ThreatModel:
     @classmethod
     def load(cls, path_or_name: str | os.PathLike[str]) -> ThreatModel:
         """Read a threat model from a TOML file, or by name from :func:`threat_models_dir`."""
-        path = Path(path_or_name)
-        if not path.suffix and not path.exists():
-            path = threat_models_dir() / f"{path_or_name}.toml"
-        if not path.is_file():
-            shipped = sorted(p.stem for p in threat_models_dir().glob("*.toml"))
-            raise ConfigError(f"threat model {str(path_or_name)!r} not found; shipped threat models: {shipped}")
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+        data, path = read_named_toml(path_or_name, threat_models_dir(), "threat model")
         return cls.from_dict(data, source=str(path))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, source: str = "<memory>") -> ThreatModel:
         """Validate a parsed TOML document; raise one :class:`ConfigError` listing every problem."""
-        problems: list[str] = []
-        for k in sorted(set(data) - _TOP_KEYS):
-            problems.append(f"unknown top-level key {k!r} (known: {sorted(_TOP_KEYS)})")
+        problems = top_level_problems(data, _TOP_KEYS)
         name = data.get("name")
-        if not isinstance(name, str) or not name:
-            problems.append("missing 'name' (a non-empty string)")
         description = data.get("description", "")
         if not isinstance(description, str):
             problems.append("'description' must be a string")

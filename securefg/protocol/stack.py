@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +35,7 @@ from securefg.protocol.mechanism import (
     mechanism_class,
     transform_class,
 )
+from securefg.toml_files import read_named_toml, top_level_problems
 
 _BINDING_KEYS = {"mechanism", "params", "transforms"}
 _TOP_KEYS = {"name", "description", "tags"}
@@ -118,26 +118,13 @@ class ProtocolStack:
     @classmethod
     def load(cls, path_or_name: str | os.PathLike[str]) -> ProtocolStack:
         """Read a stack from a TOML file, or by name from :func:`protocols_dir`."""
-        path = Path(path_or_name)
-        if not path.suffix and not path.exists():
-            path = protocols_dir() / f"{path_or_name}.toml"
-        if not path.is_file():
-            shipped = sorted(p.stem for p in protocols_dir().glob("*.toml"))
-            raise ConfigError(f"protocol stack {str(path_or_name)!r} not found; shipped stacks: {shipped}")
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+        data, path = read_named_toml(path_or_name, protocols_dir(), "protocol stack")
         return cls.from_dict(data, source=str(path))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, source: str = "<memory>") -> ProtocolStack:
-        problems: list[str] = []
-        for k in sorted(set(data) - _TOP_KEYS):
-            problems.append(f"unknown top-level key {k!r} (known: {sorted(_TOP_KEYS)})")
+        problems = top_level_problems(data, _TOP_KEYS)
         name = data.get("name")
-        if not isinstance(name, str) or not name:
-            problems.append("missing 'name' (a non-empty string)")
         tags = data.get("tags", {})
         if not isinstance(tags, Mapping) or not tags:
             problems.append("missing [tags] table: bind at least one tag pattern")

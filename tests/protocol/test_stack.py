@@ -41,7 +41,7 @@ def test_unknown_parameter_is_rejected():
 
 
 def test_missing_stack_names_shipped_ones():
-    with pytest.raises(ConfigError, match="shipped stacks: .*plaintext"):
+    with pytest.raises(ConfigError, match="shipped protocol stacks: .*plaintext"):
         ProtocolStack.load("does-not-exist")
 
 

@@ -1,0 +1,44 @@
+"""Shared reading of the project's named TOML files (protocol stacks, threat models).
+
+Both kinds are looked up the same way (a path, or a bare name in a shipped folder) and both
+report every top-level problem at once, so a user fixes a file in one pass.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import tomllib
+
+from securefg.errors import ConfigError
+
+
+def read_named_toml(path_or_name: str | os.PathLike[str], folder: Path, kind: str) -> tuple[dict[str, Any], Path]:
+    """Parse ``path_or_name`` (a file, or a bare name looked up as ``folder/<name>.toml``).
+
+    Raises:
+        ConfigError: The file does not exist (the message lists the shipped names) or is
+            not valid TOML.
+    """
+    path = Path(path_or_name)
+    if not path.suffix and not path.exists():
+        path = folder / f"{path_or_name}.toml"
+    if not path.is_file():
+        shipped = sorted(p.stem for p in folder.glob("*.toml"))
+        raise ConfigError(f"{kind} {str(path_or_name)!r} not found; shipped {kind}s: {shipped}")
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8")), path
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+
+
+def top_level_problems(data: Mapping[str, Any], known: set[str]) -> list[str]:
+    """Unknown top-level keys and a missing/empty ``name``, as messages."""
+    problems = [f"unknown top-level key {k!r} (known: {sorted(known)})" for k in sorted(set(data) - known)]
+    name = data.get("name")
+    if not isinstance(name, str) or not name:
+        problems.append("missing 'name' (a non-empty string)")
+    return problems
