@@ -177,3 +177,21 @@ def test_cli_flags_reach_the_method_and_result_reports_offline(tmp_path: Any) ->
     assert res["fedstruct"]["nsf"] == "degree" and res["fedstruct"]["variant"] == "B"
     assert res["offline"]["abar"]["bytes"] > 0 and res["offline"]["abar"]["hops"] == 2
     assert res["bytes_by_tag"]["fedstruct/abar"] == res["offline"]["abar"]["bytes"]
+
+
+def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path: Any) -> None:
+    task = small_task(seed=4)
+    _, fed_full, _ = run(task, "plaintext", rounds=4, nsf="hop2vec")
+
+    def runner(rounds: int, resume: bool) -> Federation:
+        cfg = MethodConfig(rounds=4, train=TrainConfig(lr=0.01, weight_decay=5e-4), seed=0, options=dict(SMALL))
+        method = method_class("fedstruct")(task, cfg)
+        fed = Federation(method.num_clients, ProtocolStack.load("plaintext"), seed=0)
+        torch.manual_seed(0)
+        RoundRunner(method, fed, rounds=rounds, out_dir=tmp_path, checkpoint_every=2, resume=resume,
+                    progress=False).run()
+        return fed
+
+    runner(2, False)
+    fed_resumed = runner(4, True)
+    assert torch.allclose(predictions(fed_resumed), predictions(fed_full), atol=1e-6)

@@ -205,6 +205,30 @@ class FedStruct(Method):
         return {k: (g if g is not None else torch.zeros_like(p))
                 for (k, p), g in zip(g_params.items(), grads[: len(g_params)], strict=True)}
 
+    # ---------------------------------------------------------------------- checkpoints
+    def checkpoint(self, fed: Federation) -> dict[str, dict[str, Any]]:
+        """Modules and optimisers, plus the plain tensors that change during training (S, ∇S)."""
+        out = super().checkpoint(fed)
+        for pid, party in fed.parties.items():
+            tensors = {k: party.state[k].detach().clone() for k in _TRAINED_TENSORS
+                       if isinstance(party.state.get(k), torch.Tensor)}
+            if tensors:
+                out.setdefault(pid, {})[_TENSORS] = tensors
+        return out
+
+    def restore(self, fed: Federation, state: Mapping[str, Mapping[str, Any]]) -> None:
+        """Load a checkpoint; S is copied in place so its optimiser keeps the same tensor."""
+        plain = {pid: {k: v for k, v in items.items() if k != _TENSORS} for pid, items in state.items()}
+        super().restore(fed, plain)
+        for pid, items in state.items():
+            for k, t in items.get(_TENSORS, {}).items():
+                current = fed.parties[pid].state.get(k)
+                if isinstance(current, torch.Tensor) and current.shape == t.shape:
+                    with torch.no_grad():
+                        current.copy_(t)
+                else:
+                    fed.parties[pid].state[k] = t
+
     # ------------------------------------------------------------------------ measuring
     def measure(self, fed: Federation) -> dict[str, Any]:
         """Pooled accuracy over all clients' nodes (the reference trainer's metric), per client too."""
@@ -246,6 +270,10 @@ class FedStruct(Method):
             out["fedstruct"]["queries_answered"] = {
                 pid: dict(fed.parties[pid].state.get("queries", {})) for pid in fed.client_ids}
         return out
+
+
+_TENSORS = "fedstruct/tensors"
+_TRAINED_TENSORS = ("structure", "nsf_grad")
 
 
 def _ratio(a: torch.Tensor, b: torch.Tensor) -> float:
