@@ -24,10 +24,10 @@ import math
 import os
 from collections.abc import Callable
 
-import numpy as np
 import torch
 
 from securefg.errors import ConfigError
+from securefg.protocol.csprng import csprng_standard_normal
 
 MODES = ("flood", "round", "none")
 
@@ -40,15 +40,7 @@ def csprng_normal(n: int, std: float, *, randbytes: Callable[[int], bytes] = os.
         std (float): Standard deviation.
         randbytes (Callable[[int], bytes]): Source of random bytes. (default: :func:`os.urandom`)
     """
-    if n <= 0:
-        return torch.zeros(0, dtype=torch.float64)
-    m = (n + 1) // 2
-    raw = np.frombuffer(randbytes(16 * m), dtype="<u8").reshape(2, m)
-    u1 = ((raw[0] >> np.uint64(11)).astype(np.float64) + 1.0) / 2.0**53  # (0, 1]
-    u2 = (raw[1] >> np.uint64(11)).astype(np.float64) / 2.0**53  # [0, 1)
-    r = np.sqrt(-2.0 * np.log(u1))
-    z = np.concatenate([r * np.cos(2 * math.pi * u2), r * np.sin(2 * math.pi * u2)])[:n]
-    return torch.from_numpy(z * std)
+    return torch.from_numpy(csprng_standard_normal(n, randbytes=randbytes) * std)
 
 
 class OutputNoise:

@@ -9,15 +9,11 @@ a cryptographic generator nor a 128-bit secret, so the secure path does not go t
 from __future__ import annotations
 
 import math
-import os
 
-import numpy as np
 import torch
 
 from securefg.errors import InvalidInputError
-
-_TWO_PI = 2.0 * math.pi
-_UNIT = 2.0**-53
+from securefg.protocol.csprng import csprng_standard_normal
 
 
 def clip_to_norm(vector: torch.Tensor, clip: float) -> torch.Tensor:
@@ -66,15 +62,5 @@ def gaussian_noise(size: int, *, std: float, generator: torch.Generator | None) 
         return torch.zeros(size, dtype=torch.float64)
     if generator is not None:
         return torch.normal(0.0, std, (size,), generator=generator, dtype=torch.float64)
-    z = _csprng_standard_normal(4 * size).reshape(4, size).sum(axis=0) / 2.0
+    z = csprng_standard_normal(4 * size).reshape(4, size).sum(axis=0) / 2.0
     return torch.from_numpy(z * std)
-
-
-def _csprng_standard_normal(count: int) -> np.ndarray:
-    """Box-Muller transform of 53-bit uniforms read from ``os.urandom``."""
-    pairs = (count + 1) // 2
-    bits = np.frombuffer(os.urandom(16 * pairs), dtype=np.uint64) >> np.uint64(11)
-    u = (bits.astype(np.float64) + 1.0) * _UNIT  # in (0, 1]: the log below is finite
-    radius = np.sqrt(-2.0 * np.log(u[:pairs]))
-    angle = _TWO_PI * u[pairs:]
-    return np.concatenate([radius * np.cos(angle), radius * np.sin(angle)])[:count]
