@@ -195,3 +195,14 @@ def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path: Any) -> None:
     runner(2, False)
     fed_resumed = runner(4, True)
     assert torch.allclose(predictions(fed_resumed), predictions(fed_full), atol=1e-6)
+
+
+def test_node2vec_tables_are_cached_and_shared_identically(tmp_path: Any, monkeypatch: Any) -> None:
+    monkeypatch.setenv("SECUREFG_CACHE", str(tmp_path))
+    task = small_task(seed=5)
+    _, fed_b, _ = run(task, "plaintext", rounds=1, nsf="node2vec", node2vec_epochs=1)
+    assert len(list((tmp_path / "fedstruct").glob("node2vec_*.pt"))) == 1
+    _, fed_a, _ = run(task, "plaintext", rounds=1, nsf="node2vec", node2vec_epochs=1, variant="A")
+    server_table = fed_a.server.state["structure"]
+    for pid in fed_b.client_ids:  # every client assembled the full table from the owners' rows
+        assert torch.equal(fed_b.parties[pid].state["structure"], server_table.float())

@@ -12,10 +12,13 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from securefg.data.root import cache_root
 from securefg.federation.codec import decode_tensors, encode_tensors
 from securefg.federation.federation import Federation
 from securefg.methods.fedstruct.settings import FedStructSettings
@@ -38,12 +41,30 @@ def hop2vec_table(num_nodes: int, settings: FedStructSettings, seed: int) -> Ten
 
 
 def node2vec_table(task: NodeTask, settings: FedStructSettings, seed: int, device: torch.device) -> Tensor:
-    """Node2Vec NSFs of the global graph (FedStruct-A's server; B's simulation oracle)."""
+    """Node2Vec NSFs of the global graph (FedStruct-A's server; B's simulation oracle).
+
+    Pre-training dominates a Cora run (minutes on one thread) and is deterministic in the graph,
+    the settings and the seed, so the table is cached under ``$SECUREFG_CACHE/fedstruct``
+    keyed by a hash of exactly those inputs.
+    """
     assert task.full_graph is not None
     g = task.full_graph
-    return train_node2vec(g.edge_index.cpu(), int(g.num_nodes), embedding_dim=settings.config.structure_dim,
-                          epochs=settings.config.node2vec_epochs, generator=torch.Generator().manual_seed(seed),
-                          device=device).cpu()
+    ei = g.edge_index.cpu().contiguous()
+    key = hashlib.sha256(ei.numpy().tobytes() + repr(
+        (int(g.num_nodes), settings.config.structure_dim, settings.config.node2vec_epochs, seed)).encode()).hexdigest()[:20]
+    path = cache_root() / "fedstruct" / f"node2vec_{key}.pt"
+    if path.is_file():
+        cached = torch.load(path, weights_only=True)
+        if isinstance(cached, Tensor) and cached.shape == (int(g.num_nodes), settings.config.structure_dim):
+            return cached
+    table = train_node2vec(ei, int(g.num_nodes), embedding_dim=settings.config.structure_dim,
+                           epochs=settings.config.node2vec_epochs, generator=torch.Generator().manual_seed(seed),
+                           device=device).cpu()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    torch.save(table, tmp)
+    tmp.replace(path)
+    return table
 
 
 def global_table(task: NodeTask, settings: FedStructSettings, seed: int, device: torch.device) -> Tensor:
