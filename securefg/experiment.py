@@ -60,7 +60,7 @@ def resolve_stack(cfg: RunConfig) -> ProtocolStack:
 
 def run_experiment(cfg: RunConfig) -> dict[str, Any]:
     """Run one configuration end to end; write ``<out>/result.json`` when ``out`` is set."""
-    from securefg.experiment_data import build_task, default_train_config
+    from securefg.experiment_data import build_task, default_train_config, split_options
 
     t_start = time.perf_counter()
     seed_everything(cfg.seed)
@@ -83,7 +83,14 @@ def run_experiment(cfg: RunConfig) -> dict[str, Any]:
         batch_size=cfg.batch_size,
         prox_mu=cfg.prox_mu,
     )
-    mconf = MethodConfig(rounds=cfg.rounds, train=train, device=device, seed=cfg.seed, hidden=cfg.hidden, options=dict(cfg.options))
+    data_options, method_options = split_options(dict(cfg.options))
+    pooling = str(data_options.get("pooling", MethodConfig.graph_pooling))
+    if pooling not in ("sum", "mean"):
+        from securefg.errors import ConfigError
+
+        raise ConfigError(f"--option pooling must be 'sum' or 'mean', got {pooling!r}")
+    mconf = MethodConfig(rounds=cfg.rounds, train=train, device=device, seed=cfg.seed, hidden=cfg.hidden,
+                         options=method_options, graph_pooling=pooling)
     method = mcls(task, mconf)
     fed = Federation(method.num_clients, stack, seed=cfg.seed, extra_parties=getattr(method, "extra_parties", ()),
                      keep_payloads=cfg.keep_payloads)

@@ -10,9 +10,18 @@ Defaults per partition reproduce each paper's setting:
   client), ``dirichlet``, ``across_dataset`` / ``across_domain`` (``--dataset A+B+...`` or
   the presets ``Protein``, ``Social``, ``Mix``; ``--clients`` is then per dataset).
 
-Graph tasks use one-hot degree node features (CeFGC decision (a): synthetic graphs carry
-structure only, so real and synthetic graphs must share structure-derived features, and all
-methods on a split see the same features); ``--option features=original`` keeps the dataset's.
+Graph-task node features (``--option features=...``, read here, never by a method):
+
+* ``original`` (the default when every dataset of the run has the same feature width): the
+  features of the CeFGC paper's Table 6: TU node-label one-hots (MUTAG 7, PROTEINS/ENZYMES 3)
+  and GCFL's one-hot degree for the featureless IMDB sets. CeFGC then gives synthetic graphs
+  features drawn per class and degree from each sender's own feature distribution
+  (:mod:`securefg.methods.cefgc.node_features`). Measured on PROTEINS (pooled GIN, seed 0):
+  global-test AUC 0.81 with these features vs 0.71 with one-hot degree.
+* ``degree``: one-hot capped degree for every graph (cefgc.md §6.1 decision (a); the default
+  when dataset widths differ, e.g. Social = IMDB-B 136 + IMDB-M 89).
+
+Model options of graph tasks are read here too: ``--option pooling=sum|mean`` (GIN readout).
 """
 
 from __future__ import annotations
@@ -61,6 +70,15 @@ PRESETS = {
 SYNTHETIC_NODE = {"csbm", "synthetic-node"}
 SYNTHETIC_GRAPH = {"synthetic-graphs", "synthetic"}
 MAX_DEGREE_FEATURE = 64
+#: Options that configure the data or the backbone, not a method; :func:`split_options` takes them out.
+DATA_OPTIONS = ("features", "alpha", "pooling")
+FEATURE_MODES = ("original", "degree")
+
+
+def split_options(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(data and backbone options, method options)``: methods validate only their own."""
+    data = {k: v for k, v in options.items() if k in DATA_OPTIONS}
+    return data, {k: v for k, v in options.items() if k not in DATA_OPTIONS}
 
 
 def is_graph_dataset(name: str) -> bool:
@@ -160,8 +178,10 @@ def _graph_task(cfg: Any) -> tuple[GraphTask, dict[str, Any]]:
         part_name = "across_domain" if cfg.dataset.lower() == "mix" else "across_dataset"
     if not multi and part_name in ("across_dataset", "across_domain"):
         raise ConfigError(f"partition {part_name!r} needs several datasets, e.g. --dataset ENZYMES+PROTEINS or Protein/Social/Mix")
-    feature_mode = cfg.options.get("features", "degree") if hasattr(cfg, "options") else "degree"
+    options = getattr(cfg, "options", {}) or {}
     loaded = {n: _load_graphs(n, cfg) for n in names}
+    widths = {int(gs[0].x.size(1)) if gs and gs[0].x is not None else -1 for gs in loaded.values()}
+    feature_mode = str(options.get("features", "original" if len(widths) == 1 and -1 not in widths else "degree"))
     if multi:
         splitter = MultiDatasetSplit({n: cfg.clients for n in names}, seed=cfg.seed)
         partition = splitter(loaded)
@@ -170,7 +190,7 @@ def _graph_task(cfg: Any) -> tuple[GraphTask, dict[str, Any]]:
     else:
         graphs = loaded[names[0]]
         if part_name == "dirichlet":
-            alpha = float(cfg.options.get("alpha", 0.5)) if hasattr(cfg, "options") else 0.5
+            alpha = float(options.get("alpha", 0.5))
             partition = DirichletGraphSplit(cfg.clients, seed=cfg.seed, alpha=alpha)(graphs)
         else:
             partition = GraphSplit(cfg.clients, seed=cfg.seed)(graphs)
@@ -179,11 +199,12 @@ def _graph_task(cfg: Any) -> tuple[GraphTask, dict[str, Any]]:
         cap = min(max_degree(graphs), MAX_DEGREE_FEATURE)
         graphs = degree_features(graphs, cap)
     elif feature_mode == "original":
-        if multi:
-            raise ConfigError("features=original cannot mix datasets with different feature sizes; use features=degree")
+        if len(widths) != 1 or -1 in widths:
+            raise ConfigError(f"features=original needs every dataset to have node features of one width, got "
+                              f"{sorted(widths)} for {names}; use --option features=degree")
         graphs = [Data(x=g.x.float(), edge_index=g.edge_index, y=g.y.view(-1)[:1], num_nodes=g.num_nodes) for g in graphs]
     else:
-        raise ConfigError(f"unknown features mode {feature_mode!r}; choices: ['degree', 'original']")
+        raise ConfigError(f"unknown features mode {feature_mode!r}; choices: {list(FEATURE_MODES)}")
     sets = client_graph_sets(graphs, partition)
     task = GraphTask(
         train=[s["train"] for s in sets], val=[s["val"] for s in sets], test=[s["test"] for s in sets],

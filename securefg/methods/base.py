@@ -37,6 +37,11 @@ class MethodConfig:
         seed (int): Run seed.
         hidden (int): Hidden size of the backbone (0: the method's default).
         options (dict): Method-specific options (e.g. ``{"weighting": "uniform"}``).
+        graph_pooling (str): GIN readout for graph tasks, ``"sum"`` (GCFL's code, whose GIN
+            the CeFGC paper's baselines reuse) or ``"mean"`` (the CeFGC paper's prose). Sum is the
+            default because graph size carries the label on PROTEINS (class means 50 vs 23 nodes)
+            and a mean readout cannot see it: PROTEINS seed 0, FedAvg 0.82 vs 0.77 AUC and CeFGC
+            0.83 vs 0.72. (default: ``"sum"``)
     """
 
     rounds: int
@@ -45,6 +50,7 @@ class MethodConfig:
     seed: int = 0
     hidden: int = 0
     options: dict[str, Any] = field(default_factory=dict)
+    graph_pooling: str = "sum"
 
 
 class Method(abc.ABC):
@@ -103,7 +109,8 @@ class Method(abc.ABC):
         if isinstance(self.task, NodeTask):
             model: nn.Module = GCN(self.task.num_features, self.task.num_classes, hidden_channels=self.config.hidden or 128)
         else:
-            model = GIN(self.task.num_features, self.task.num_classes, hidden_channels=self.config.hidden or 32)
+            model = GIN(self.task.num_features, self.task.num_classes, hidden_channels=self.config.hidden or 32,
+                        pooling=self.config.graph_pooling)
         return model.to(self.config.device)
 
     def optimizer_for(self, model: nn.Module) -> torch.optim.Optimizer:

@@ -5,10 +5,12 @@
   generator's training (cefgc.md §6.1 item 14) but stay in the classifier's. The *sender* then
   picks its Langevin step ratio by degree + clustering MMD against its own training graphs
   (EDP-GNN's validation search, which a receiver cannot run) and ships the choice (§6.1 item 13).
-* Phase 3 (:func:`synthesize`): a client samples graphs from every received model, gives
-  them the task's one-hot degree features (decision (a), §6.1 item 2) and the label of the
-  generating model/class; by default as many synthetic graphs as local ones, split evenly over
-  the received (model, class) pairs (§6.1 item 6).
+  Next to every model the sender fits its node-feature table (:func:`fit_feature_tables`,
+  :mod:`.node_features`) on all its training graphs, large ones included.
+* Phase 3 (:func:`synthesize`): a client samples graphs from every received model, draws
+  their node features from the model's feature table (§6.1 item 2, decision (b) per degree)
+  and gives them the label of the generating model/class; by default as many synthetic graphs
+  as local ones, split evenly over the received (model, class) pairs (§6.1 item 6).
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ from typing import Any
 import torch
 from torch_geometric.data import Data
 
-from securefg.experiment_data import degree_features
-from securefg.methods.cefgc.package import Architecture
+from securefg.errors import InvalidInputError
+from securefg.methods.cefgc.node_features import NodeFeatureTable
+from securefg.methods.cefgc.package import Architecture, Generator
 from securefg.models.graph_score import GraphDiffusionModel, LangevinParams
 from securefg.models.graph_score.tuning import select_sampling_params
 
@@ -112,6 +115,19 @@ def train_generators(
     return models, report
 
 
+def fit_feature_tables(graphs: Sequence[Data], arch: Architecture) -> dict[int, NodeFeatureTable]:
+    """The sender's node-feature table per slot (rows = classes for CeFGC*, one row per class model)."""
+    if not arch.feature_width:
+        return {}
+    shape = {"max_degree": arch.max_node_num - 1, "width": arch.feature_width}
+    if arch.conditional:
+        return {0: NodeFeatureTable.fit(graphs, [_label(g) for g in graphs], num_rows=arch.num_classes, **shape)}
+    by_class: dict[int, list[Data]] = {}
+    for g in graphs:
+        by_class.setdefault(_label(g), []).append(g)
+    return {c: NodeFeatureTable.fit(gs, [0] * len(gs), num_rows=1, **shape) for c, gs in sorted(by_class.items())}
+
+
 def choose_sampling(
     model: GraphDiffusionModel,
     graphs: Sequence[Data],
@@ -139,40 +155,46 @@ def allocation(units: int, total: int) -> list[int]:
 
 
 def synthesize(
-    models: Sequence[GraphDiffusionModel],
+    generators: Sequence[Generator],
     *,
     total: int,
-    feature_cap: int,
     seed: int,
     device: torch.device,
 ) -> tuple[list[Data], list[dict[str, int]]]:
-    """Sample ``total`` labelled graphs from received models (already in canonical order).
+    """Sample ``total`` labelled graphs from received generators (already in canonical order).
 
     Units are (model, class) pairs: one per CeFGC model, one per class with a non-empty size
     distribution for a CeFGC* model. Unit ``u`` is sampled with its own generator seeded by
     ``(seed, u)``, so the draws do not depend on the relay's shuffle.
 
+    Raises:
+        InvalidInputError: a generator has no node-feature table.
+
     Returns:
-        (graphs with one-hot degree features, one ``{"class", "graphs"}`` record per unit).
+        (graphs with node features from the generator's table, one ``{"class", "graphs"}``
+        record per unit).
     """
-    units: list[tuple[GraphDiffusionModel, int | None, int]] = []
-    for m in models:
+    units: list[tuple[Generator, int | None, int, int]] = []  # generator, condition, label, table row
+    for g in generators:
+        m = g.model
         if m.num_classes is None:
-            units.append((m, None, -1 if m.class_label is None else m.class_label))
+            units.append((g, None, -1 if m.class_label is None else m.class_label, 0))
         else:
             for k in range(m.num_classes):
                 if int(m.node_count_hist[k].sum()) > 0:
-                    units.append((m, k, k))
+                    units.append((g, k, k, k))
     out: list[Data] = []
     records = []
-    for u, ((model, cond, label), count) in enumerate(zip(units, allocation(len(units), total), strict=True)):
+    for u, ((g, cond, label, row), count) in enumerate(zip(units, allocation(len(units), total), strict=True)):
         records.append({"class": label, "graphs": count})
         if count == 0:
             continue
+        if g.features is None:
+            raise InvalidInputError("a received generator has no node-feature table; the sender must ship one")
         gen = torch.Generator().manual_seed(seed * 1_000_003 + u)
-        drawn = model.sample(count, labels=cond, generator=gen, device=device)
-        out.extend(degree_features(drawn, feature_cap))
+        drawn = g.model.sample(count, labels=cond, generator=gen, device=device)
+        out.extend(g.features.featurize(drawn, [row] * len(drawn), generator=gen))
     return out, records
 
 
-__all__ = ["PhaseOneReport", "allocation", "choose_sampling", "synthesize", "train_generators"]
+__all__ = ["PhaseOneReport", "allocation", "choose_sampling", "fit_feature_tables", "synthesize", "train_generators"]

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import torch
 
 from securefg.errors import InvalidInputError
+from securefg.methods.cefgc.node_features import NodeFeatureTable
 from securefg.models.graph_score import EDPScoreConfig, GraphDiffusionModel, LangevinParams
 from securefg.models.graph_score.sampler import MAX_STEPS_PER_LEVEL
 
@@ -37,6 +38,8 @@ from securefg.models.graph_score.sampler import MAX_STEPS_PER_LEVEL
 MAX_MODELS = 1024
 #: A slot is present when its (averaged) presence flag is at least this (1, 0.5 or 0 in theory).
 PRESENCE_THRESHOLD = 0.25
+#: Feature-table entries below this are CKKS noise on a zero (real entries are >= 1 / #nodes).
+TABLE_NOISE_FLOOR = 1e-6
 #: Node-count probabilities are turned back into integer counts at this resolution.
 HIST_RESOLUTION = 2**16
 
@@ -51,6 +54,9 @@ class Architecture:
         max_node_num (int): Largest graph a generator trains on or draws.
         num_classes (int): Size of the global label space.
         conditional (bool): CeFGC* (one label-conditioned model) instead of one per class.
+        feature_width (int): Node-feature categories of the task; every model then ships a
+            node-feature table of shape ``(hist_rows, max_node_num, feature_width)`` (synthetic
+            degrees are below ``max_node_num``). ``0`` = no tables. (default: ``0``)
     """
 
     config: EDPScoreConfig
@@ -58,6 +64,7 @@ class Architecture:
     max_node_num: int
     num_classes: int
     conditional: bool
+    feature_width: int = 0
 
     @property
     def slots(self) -> int:
@@ -82,35 +89,63 @@ class Architecture:
         )
 
 
+@dataclass(frozen=True)
+class Generator:
+    """One received generator: the score model and (when the task has features) its table."""
+
+    model: GraphDiffusionModel
+    features: NodeFeatureTable | None
+
+
 # ------------------------------------------------------------------------------ exact form
-def pack_exact(models: Mapping[int, GraphDiffusionModel]) -> dict[str, torch.Tensor]:
-    """Named tensors of every model (``m<slot>/<field>``), exact."""
+def pack_exact(
+    models: Mapping[int, GraphDiffusionModel], tables: Mapping[int, NodeFeatureTable] | None = None
+) -> dict[str, torch.Tensor]:
+    """Named tensors of every model (``m<slot>/<field>``) and table (``x<slot>/node_features``), exact."""
     out: dict[str, torch.Tensor] = {}
     for slot, model in sorted(models.items()):
         for name, t in model.to_tensors().items():
             out[f"m{slot}/{name}"] = t
+        if tables is not None and slot in tables:
+            out[f"x{slot}/node_features"] = tables[slot].probs.clone()  # float64: exact
     return out
 
 
-def unpack_exact(tensors: Mapping[str, torch.Tensor]) -> list[GraphDiffusionModel]:
-    """Rebuild the models of an exact package, validating each one.
+def unpack_exact_generators(tensors: Mapping[str, torch.Tensor]) -> list[Generator]:
+    """Rebuild the models (and their feature tables) of an exact package, validating each one.
 
     Raises:
-        InvalidInputError: a malformed prefix, too many models, or an invalid model.
+        InvalidInputError: a malformed prefix, too many models, a table without its model,
+            or an invalid model or table.
     """
-    groups: dict[str, dict[str, torch.Tensor]] = {}
+    groups: dict[int, dict[str, torch.Tensor]] = {}
+    tables: dict[int, NodeFeatureTable] = {}
     for name, t in tensors.items():
         prefix, sep, field = name.partition("/")
-        if not sep or not prefix.startswith("m") or not prefix[1:].isdigit():
-            raise InvalidInputError(f"model package field {name!r} has no 'm<k>/' prefix")
-        groups.setdefault(prefix, {})[field] = t
+        if not sep or prefix[:1] not in ("m", "x") or not prefix[1:].isdigit():
+            raise InvalidInputError(f"model package field {name!r} has no 'm<k>/' or 'x<k>/' prefix")
+        if prefix[0] == "x":
+            if field != "node_features":
+                raise InvalidInputError(f"unexpected feature-table field {name!r}")
+            tables[int(prefix[1:])] = NodeFeatureTable(t)
+        else:
+            groups.setdefault(int(prefix[1:]), {})[field] = t
     if not 1 <= len(groups) <= MAX_MODELS:
         raise InvalidInputError(f"a model package holds 1..{MAX_MODELS} models, got {len(groups)}")
-    return [GraphDiffusionModel.from_tensors(g) for _, g in sorted(groups.items(), key=lambda kv: int(kv[0][1:]))]
+    if set(tables) - set(groups):
+        raise InvalidInputError(f"feature tables {sorted(set(tables) - set(groups))} have no model")
+    return [Generator(GraphDiffusionModel.from_tensors(g), tables.get(k)) for k, g in sorted(groups.items())]
+
+
+def unpack_exact(tensors: Mapping[str, torch.Tensor]) -> list[GraphDiffusionModel]:
+    """The models of an exact package (see :func:`unpack_exact_generators`)."""
+    return [g.model for g in unpack_exact_generators(tensors)]
 
 
 # ------------------------------------------------------------------------------ dense form
-def pack_dense(models: Mapping[int, GraphDiffusionModel], arch: Architecture) -> dict[str, torch.Tensor]:
+def pack_dense(
+    models: Mapping[int, GraphDiffusionModel], arch: Architecture, tables: Mapping[int, NodeFeatureTable] | None = None
+) -> dict[str, torch.Tensor]:
     """The fixed-layout float package (absent slots are zeros)."""
     if any(not 0 <= s < arch.slots for s in models):
         raise InvalidInputError(f"slots must lie in [0, {arch.slots}), got {sorted(models)}")
@@ -124,6 +159,8 @@ def pack_dense(models: Mapping[int, GraphDiffusionModel], arch: Architecture) ->
             out[f"s{s}/node_pmf"] = torch.zeros(arch.hist_rows, width)
             out[f"s{s}/sampling"] = torch.zeros(3)
             out[f"s{s}/params"] = torch.zeros(probe.num_parameters)
+            if arch.feature_width:
+                out[f"s{s}/node_features"] = torch.zeros(_table_shape(arch))
             continue
         hist = m.node_count_hist.double()
         totals = hist.sum(dim=1, keepdim=True)
@@ -133,7 +170,16 @@ def pack_dense(models: Mapping[int, GraphDiffusionModel], arch: Architecture) ->
         out[f"s{s}/node_pmf"] = pmf.float()
         out[f"s{s}/sampling"] = torch.tensor([sp.steps_per_level, sp.step_ratio, sp.noise_factor], dtype=torch.float32)
         out[f"s{s}/params"] = m.flat_parameters()
+        if arch.feature_width:
+            table = None if tables is None else tables.get(s)
+            if table is None or tuple(table.probs.shape) != _table_shape(arch):
+                raise InvalidInputError(f"slot {s} needs a node-feature table of shape {_table_shape(arch)}")
+            out[f"s{s}/node_features"] = table.probs.float()
     return out
+
+
+def _table_shape(arch: Architecture) -> tuple[int, int, int]:
+    return (arch.hist_rows, arch.max_node_num, arch.feature_width)
 
 
 def dense_params(package: Mapping[str, torch.Tensor], arch: Architecture) -> torch.Tensor:
@@ -142,6 +188,11 @@ def dense_params(package: Mapping[str, torch.Tensor], arch: Architecture) -> tor
 
 
 def unpack_dense(package: Mapping[str, torch.Tensor], arch: Architecture) -> list[GraphDiffusionModel]:
+    """The models of a dense package (see :func:`unpack_dense_generators`)."""
+    return [g.model for g in unpack_dense_generators(package, arch)]
+
+
+def unpack_dense_generators(package: Mapping[str, torch.Tensor], arch: Architecture) -> list[Generator]:
     """Rebuild the present slots of a (possibly pair-averaged, CKKS-noisy) dense package.
 
     Each field is divided by the slot's presence, so the average of a present and an absent
@@ -150,7 +201,7 @@ def unpack_dense(package: Mapping[str, torch.Tensor], arch: Architecture) -> lis
     Raises:
         InvalidInputError: a missing field, a wrong shape, or values no sender could produce.
     """
-    models = []
+    models: list[Generator] = []
     width = arch.max_node_num + 1
     for s in range(arch.slots):
         try:
@@ -158,6 +209,7 @@ def unpack_dense(package: Mapping[str, torch.Tensor], arch: Architecture) -> lis
             pmf = package[f"s{s}/node_pmf"].double()
             sampling = package[f"s{s}/sampling"].double()
             params = package[f"s{s}/params"].float()
+            table = package[f"s{s}/node_features"].double() if arch.feature_width else None
         except KeyError as exc:
             raise InvalidInputError(f"dense model package lacks field {exc}") from exc
         if not math.isfinite(presence) or presence < PRESENCE_THRESHOLD:
@@ -176,12 +228,18 @@ def unpack_dense(package: Mapping[str, torch.Tensor], arch: Architecture) -> lis
         if int(hist.sum()) <= 0:
             raise InvalidInputError(f"s{s}: the node-count distribution is empty")
         model.node_count_hist = hist
-        models.append(model)
+        features = None
+        if table is not None:
+            if tuple(table.shape) != _table_shape(arch):
+                raise InvalidInputError(f"s{s}/node_features has shape {tuple(table.shape)}, expected {_table_shape(arch)}")
+            table = table / presence
+            features = NodeFeatureTable(torch.where(table < TABLE_NOISE_FLOOR, torch.zeros_like(table), table))
+        models.append(Generator(model, features))
     return models
 
 
 # --------------------------------------------------------------------------------- order
-def canonical_order(models: Sequence[GraphDiffusionModel]) -> list[GraphDiffusionModel]:
+def canonical_order(generators: Sequence[Generator]) -> list[Generator]:
     """Received models in an order independent of the (CSPRNG) shuffle and of CKKS noise.
 
     The receiver seeds its sampling per position, so the HE and the plaintext run of one seed
@@ -189,10 +247,11 @@ def canonical_order(models: Sequence[GraphDiffusionModel]) -> list[GraphDiffusio
     to 1e-4 (distinct per sender almost surely), then the weight sum rounded to 1e-3.
     """
 
-    def key(m: GraphDiffusionModel) -> tuple[object, ...]:
+    def key(g: Generator) -> tuple[object, ...]:
+        m = g.model
         hist = m.node_count_hist.double()
         pmf = hist / hist.sum(dim=1, keepdim=True).clamp(min=1)
         label = -1 if m.class_label is None else m.class_label
         return (label, tuple(torch.round(pmf.flatten() * 1e4).long().tolist()), round(float(m.flat_parameters().double().sum()), 3))
 
-    return sorted(models, key=key)
+    return sorted(generators, key=key)
