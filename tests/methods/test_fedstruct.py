@@ -206,3 +206,11 @@ def test_node2vec_tables_are_cached_and_shared_identically(tmp_path: Any, monkey
     server_table = fed_a.server.state["structure"]
     for pid in fed_b.client_ids:  # every client assembled the full table from the owners' rows
         assert torch.equal(fed_b.parties[pid].state["structure"], server_table.float())
+
+
+def test_a_cached_node2vec_table_trains_exactly_like_a_fresh_one(tmp_path: Any, monkeypatch: Any) -> None:
+    monkeypatch.setenv("SECUREFG_CACHE", str(tmp_path))
+    task = small_task(seed=6)
+    _, fresh, _ = run(task, "plaintext", rounds=3, nsf="node2vec", node2vec_epochs=1)
+    _, cached, _ = run(task, "plaintext", rounds=3, nsf="node2vec", node2vec_epochs=1)
+    assert torch.equal(predictions(fresh), predictions(cached))

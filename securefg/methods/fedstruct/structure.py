@@ -57,9 +57,10 @@ def node2vec_table(task: NodeTask, settings: FedStructSettings, seed: int, devic
         cached = torch.load(path, weights_only=True)
         if isinstance(cached, Tensor) and cached.shape == (int(g.num_nodes), settings.config.structure_dim):
             return cached
-    table = train_node2vec(ei, int(g.num_nodes), embedding_dim=settings.config.structure_dim,
-                           epochs=settings.config.node2vec_epochs, generator=torch.Generator().manual_seed(seed),
-                           device=device).cpu()
+    with torch.random.fork_rng(devices=[]):  # a cache hit and a fresh table leave the global RNG alike
+        table = train_node2vec(ei, int(g.num_nodes), embedding_dim=settings.config.structure_dim,
+                               epochs=settings.config.node2vec_epochs, generator=torch.Generator().manual_seed(seed),
+                               device=device).cpu()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     torch.save(table, tmp)
