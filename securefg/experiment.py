@@ -26,6 +26,8 @@ class RunConfig:
     """Everything that defines a run (the CLI's options).
 
     ``protocol=None`` means the method's protected default stack (secure by default).
+    ``data_seed`` fixes the split and partition apart from the run seed (FED-PUB's protocol
+    keeps one data split, seed 1234, and varies only the run seed); ``None`` uses ``seed``.
     """
 
     method: str
@@ -35,6 +37,7 @@ class RunConfig:
     rounds: int = 100
     protocol: str | None = None
     seed: int = 0
+    data_seed: int | None = None
     data_root: str | None = None
     device: str = "auto"
     out: str | None = None
@@ -50,6 +53,11 @@ class RunConfig:
     resume: bool = False
     progress: bool = True
     keep_payloads: bool = False
+
+
+def data_seed_of(cfg: RunConfig) -> int:
+    """The seed of the data split and partition: ``data_seed``, else the run seed."""
+    return cfg.seed if cfg.data_seed is None else cfg.data_seed
 
 
 def resolve_stack(cfg: RunConfig) -> ProtocolStack:
@@ -134,6 +142,7 @@ def build_result(
         "protocol": stack.name,
         "protocol_source": stack.source,
         "seed": cfg.seed,
+        "data_seed": data_seed_of(cfg),
         "rounds": cfg.rounds,
         "metrics": summary,
         "bytes_total": ts["bytes_total"],

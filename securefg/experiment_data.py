@@ -51,6 +51,7 @@ from securefg.data.partition import (
 from securefg.data.splits import with_node_split
 from securefg.data.synthetic import make_csbm, make_graph_classification
 from securefg.errors import ConfigError
+from securefg.experiment import data_seed_of
 from securefg.methods.tasks import GraphTask, NodeTask
 from securefg.methods.training import TrainConfig
 
@@ -113,11 +114,11 @@ def _node_task(cfg: Any) -> tuple[NodeTask, dict[str, Any]]:
         raise ConfigError(f"unknown node partition {cfg.partition!r}; choices: {sorted(NODE_PARTITIONS)}")
     pcls, ratios, fedpub_prep = NODE_PARTITIONS[part_name]
     if cfg.dataset.lower() in SYNTHETIC_NODE:
-        data = make_csbm(num_nodes=1000, num_classes=4, num_features=32, seed=cfg.seed)
+        data = make_csbm(num_nodes=1000, num_classes=4, num_features=32, seed=data_seed_of(cfg))
     else:
         data = load_node_dataset(cfg.dataset, cfg.data_root, largest_cc=fedpub_prep, normalize_features=fedpub_prep)
-    data = with_node_split(data, ratios=tuple(cfg.split) if cfg.split else ratios, seed=cfg.seed)
-    partition = pcls(cfg.clients, seed=cfg.seed)(data)
+    data = with_node_split(data, ratios=tuple(cfg.split) if cfg.split else ratios, seed=data_seed_of(cfg))
+    partition = pcls(cfg.clients, seed=data_seed_of(cfg))(data)
     clients = client_subgraphs(data, partition)
     task = NodeTask(clients=clients, num_features=int(data.num_features), num_classes=int(data.y.max()) + 1, full_graph=data,
                     extras={"partition": partition})
@@ -143,7 +144,7 @@ def _datasets_for(cfg: Any) -> list[str]:
 
 def _load_graphs(name: str, cfg: Any) -> list[Data]:
     if name.lower() in SYNTHETIC_GRAPH:
-        return make_graph_classification(num_graphs=150, num_classes=3, seed=cfg.seed)
+        return make_graph_classification(num_graphs=150, num_classes=3, seed=data_seed_of(cfg))
     return list(load_graph_dataset(name, cfg.data_root))
 
 
@@ -183,7 +184,7 @@ def _graph_task(cfg: Any) -> tuple[GraphTask, dict[str, Any]]:
     widths = {int(gs[0].x.size(1)) if gs and gs[0].x is not None else -1 for gs in loaded.values()}
     feature_mode = str(options.get("features", "original" if len(widths) == 1 and -1 not in widths else "degree"))
     if multi:
-        splitter = MultiDatasetSplit({n: cfg.clients for n in names}, seed=cfg.seed)
+        splitter = MultiDatasetSplit({n: cfg.clients for n in names}, seed=data_seed_of(cfg))
         partition = splitter(loaded)
         graphs = concat_with_global_labels(loaded, partition)
         num_classes = int(partition.params["num_global_classes"])
@@ -191,9 +192,9 @@ def _graph_task(cfg: Any) -> tuple[GraphTask, dict[str, Any]]:
         graphs = loaded[names[0]]
         if part_name == "dirichlet":
             alpha = float(options.get("alpha", 0.5))
-            partition = DirichletGraphSplit(cfg.clients, seed=cfg.seed, alpha=alpha)(graphs)
+            partition = DirichletGraphSplit(cfg.clients, seed=data_seed_of(cfg), alpha=alpha)(graphs)
         else:
-            partition = GraphSplit(cfg.clients, seed=cfg.seed)(graphs)
+            partition = GraphSplit(cfg.clients, seed=data_seed_of(cfg))(graphs)
         num_classes = int(max(int(g.y.view(-1)[0]) for g in graphs)) + 1
     if feature_mode == "degree":
         cap = min(max_degree(graphs), MAX_DEGREE_FEATURE)

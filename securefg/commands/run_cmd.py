@@ -19,6 +19,8 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rounds", type=int, default=100)
     p.add_argument("--protocol", default=None, help="stack name in protocols/ or a TOML path (default: the method's protected stack)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--data-seed", type=int, default=None,
+                   help="seed of the data split and partition (default: --seed); FED-PUB fixes 1234")
     p.add_argument("--data-root", default=None, help="dataset root (default: $SECUREFG_DATA, else the user cache)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N")
     p.add_argument("--lr", type=float, default=None)
@@ -56,7 +58,8 @@ def config_from_args(args: argparse.Namespace) -> Any:
             raise ConfigError(f"--split needs three non-negative ratios summing to 1, got {args.split!r}")
     return RunConfig(
         method=args.method, dataset=args.dataset, partition=args.partition, clients=args.clients,
-        rounds=args.rounds, protocol=args.protocol, seed=args.seed, data_root=args.data_root,
+        rounds=args.rounds, protocol=args.protocol, seed=args.seed,
+        data_seed=getattr(args, "data_seed", None), data_root=args.data_root,
         device=args.device, out=getattr(args, "out", None), lr=args.lr, weight_decay=args.weight_decay,
         local_epochs=args.local_epochs, batch_size=args.batch_size, hidden=args.hidden,
         prox_mu=args.prox_mu, split=split, options=options,

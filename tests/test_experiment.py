@@ -1,0 +1,44 @@
+"""The ``securefg run`` contract: result.json keys, data seed vs run seed, typed config errors."""
+
+import json
+
+import pytest
+import torch
+
+from securefg.errors import ConfigError
+from securefg.experiment import RunConfig, run_experiment
+from securefg.experiment_data import build_task
+
+
+def _cfg(tmp_path, **kw):
+    base = dict(method="fedavg", dataset="csbm", partition="metis", clients=3, rounds=2, protocol="plaintext",
+                seed=0, out=str(tmp_path), progress=False, device="cpu")
+    return RunConfig(**{**base, **kw})
+
+
+def test_result_json_has_the_cli_contract(tmp_path):
+    run_experiment(_cfg(tmp_path))
+    res = json.loads((tmp_path / "result.json").read_text())
+    for key in ("method", "dataset", "partition", "clients", "protocol", "seed", "data_seed", "rounds",
+                "metrics", "bytes_total", "bytes_by_tag", "wall_seconds"):
+        assert key in res, key
+    assert res["clients"] == 3 and res["rounds"] == 2 and res["data_seed"] == 0
+    assert 0.0 <= res["metrics"]["test_acc"] <= 1.0 and len(res["metrics"]["per_client"]) == 3
+    assert set(res["bytes_by_tag"]) == {"fedavg/model", "fedavg/update", "fedavg/metrics"}
+    assert res["bytes_total"] == sum(res["bytes_by_tag"].values())
+
+
+def test_data_seed_fixes_split_and_partition_independently_of_the_run_seed(tmp_path):
+    fixed = [build_task(_cfg(tmp_path, seed=s, data_seed=7))[0] for s in (0, 1)]
+    own = build_task(_cfg(tmp_path, seed=7))[0]
+    other = build_task(_cfg(tmp_path, seed=0))[0]
+    parts = [t.extras["partition"].index for t in (*fixed, own, other)]
+    assert torch.equal(parts[0], parts[1]) and torch.equal(parts[0], parts[2])
+    masks = [torch.cat([c.train_mask for c in t.clients]) for t in (*fixed, own, other)]
+    assert torch.equal(masks[0], masks[2])
+    assert not (torch.equal(parts[0], parts[3]) and torch.equal(masks[0], masks[3]))
+
+
+def test_unknown_partition_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="unknown node partition"):
+        run_experiment(_cfg(tmp_path, partition="stripes"))
