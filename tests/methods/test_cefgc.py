@@ -22,7 +22,7 @@ from securefg.methods.training import TrainConfig, state_of
 from securefg.protocol.ckks.public_context import PublicContext
 from securefg.protocol.stack import ProtocolStack
 
-FAST = {"diffusion_epochs": 4, "langevin_steps": 3, "tune_samples": 4, "gnn_epochs": 6, "max_nodes": 32}
+FAST = {"diffusion_epochs": 4, "langevin_steps": 3, "tune_samples": 4, "gnn_epochs": 6, "max_nodes": 32, "synthetic_ratio": 0.5}
 
 
 @pytest.fixture(autouse=True, scope="module")
