@@ -9,6 +9,7 @@ Built-in attacks (``available_attacks()``):
 
 * ``link_stealing``: edges from the similarity of a held model's posteriors (AUC).
 * ``structure_link``: remote edges from FedStruct-B's Algorithm 3 messages or result (AUC).
+* ``nsf_link``: edges from FedStruct's shared NSFs or the broadcast summed NSF gradient (AUC).
 * ``diffusion_membership``: was a graph in another CeFGC client's generator set (AUC, TPR@1%FPR).
 * ``partner_recovery``: CeFGC+'s ``2 * mix - own`` copy of a peer's generator (recovery).
 * ``label_inference``: which classes a client over-represents, from its output-layer update (AUC).

@@ -229,6 +229,15 @@ class Attack(abc.ABC):
                 problems.append(f"{k!r} must be a list, got {v!r}")
         return problems
 
+    @classmethod
+    def payloads(cls, params: Mapping[str, Any], options: Mapping[str, Any]) -> tuple[str, ...]:
+        """Tag globs (``tag@round`` for one round) to keep for a run with method ``options``.
+
+        Default: :attr:`payload_tags`. An attack that reads one round of a bulky tag narrows it
+        here, so the audited run does not hold every round's payloads in memory.
+        """
+        return cls.payload_tags
+
     def supports(self, ctx: AdversaryContext) -> Support:
         """Whether this attack applies to the run and adversary (default: yes)."""
         return Support(True)

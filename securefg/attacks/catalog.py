@@ -7,6 +7,7 @@ from securefg.attacks import (  # noqa: F401
     label_inference,
     link_stealing,
     malformed_payloads,
+    nsf_link,
     partner_recovery,
     poisoning,
     spoofed_generator,

@@ -49,7 +49,7 @@ from securefg.attacks.base import (
     register_attack,
 )
 from securefg.attacks.metrics import stratified_auc
-from securefg.attacks.updates import UpdateSource, input_layer, profile_for
+from securefg.attacks.updates import UpdateSource, input_layer, profile_for, round_payloads
 
 
 def feature_presence(truth: GroundTruth, cid: str) -> torch.Tensor:
@@ -76,7 +76,12 @@ class FeatureSupport(Attack):
     metric = "auc"
     metric_doc = "per-feature ROC-AUC across clients (mean): which clients' data contain the feature"
     defaults: ClassVar[Mapping[str, Any]] = {"rounds": [0], "min_features": 5}
-    payload_tags = ("fedavg/model", "fedavg/update", "cefgc/init", "cefgc/weights")
+    payload_tags = ("fedavg/model", "fedavg/update", "cefgc/init", "cefgc/weights", "fedstruct/model", "fedstruct/update")
+
+    @classmethod
+    def payloads(cls, params: Mapping[str, Any], options: Mapping[str, Any]) -> tuple[str, ...]:
+        """Only the probed rounds' broadcasts and uploads (FedStruct's carry ∇S: megabytes each)."""
+        return round_payloads(list(params["rounds"]))
 
     def supports(self, ctx: AdversaryContext) -> Support:
         prof = profile_for(ctx.view.tags())
@@ -84,7 +89,7 @@ class FeatureSupport(Attack):
             return Support(False, "no model-averaging update in the adversary's view")
         if not ctx.targets:
             return Support(False, "every client is in the adversary: no target")
-        if ctx.view.missing_payloads(prof.model_tag):
+        if ctx.view.missing_payloads(prof.model_tag, list(self.params["rounds"]) or None):
             return Support(False, f"payloads of {prof.model_tag!r} were not kept")
         return Support(True)
 

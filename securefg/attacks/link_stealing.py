@@ -18,7 +18,9 @@ reads individual updates (plaintext) attacks with each target client's *local* m
 secure sum it holds only the global model, which FedAvg broadcasts in the clear to every client
 under every stack, so secure aggregation removes the local-model advantage and nothing more. Only
 noise on the model (``fedavg_dp``) pushes the attack down to the side-knowledge level, at a
-utility cost.
+utility cost. FedStruct (FedSGD) uploads gradients, not models: the adversary uses the global θ
+of the ``fedstruct/model`` broadcast (:mod:`securefg.attacks.fedstruct_model`), which every
+client reads in the clear under every stack, so the stacks cannot differ there.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from securefg.attacks.base import (
     Support,
     register_attack,
 )
+from securefg.attacks.fedstruct_model import MODEL_TAG, feature_posteriors, held_theta
 from securefg.attacks.metrics import roc_auc
 from securefg.attacks.updates import UpdateSource, profile_for
 
@@ -87,13 +90,16 @@ class LinkStealing(Attack):
     metric = "auc"
     metric_doc = "ROC-AUC of posterior similarity: true edges between target nodes vs sampled non-edges"
     defaults: ClassVar[Mapping[str, Any]] = {"pairs": 2000, "similarity": "correlation", "local_models": True}
-    payload_tags = ("fedavg/model", "fedavg/update")
+    payload_tags = ("fedavg/model", "fedavg/update", "fedstruct/model")
 
     def supports(self, ctx: AdversaryContext) -> Support:
         if ctx.run.task != "node":
             return Support(False, "link stealing needs a node-level task")
         if not ctx.knowledge.target_features:
             return Support(False, "needs side knowledge target_features = true (the target nodes' features)")
+        if MODEL_TAG in ctx.view.tags():
+            ok = held_theta(ctx.view) is not None
+            return Support(ok, "" if ok else f"no readable {MODEL_TAG!r} broadcast in the adversary's view")
         prof = profile_for(ctx.view.tags())
         if prof is None or not UpdateSource(ctx.view, prof).rounds:
             return Support(False, "no readable model in the adversary's view")
@@ -120,6 +126,9 @@ class LinkStealing(Attack):
         return pair_similarity(post, pairs, self.params["similarity"])
 
     def _posteriors(self, adv: AdversaryContext) -> torch.Tensor:
+        self._features = adv.knowledge.target_features
+        if MODEL_TAG in adv.view.tags():
+            return self._fedstruct_posteriors(adv)
         from securefg.models.gcn import GCN
 
         prof = profile_for(adv.view.tags())
@@ -152,7 +161,17 @@ class LinkStealing(Attack):
             with torch.no_grad():
                 logits = model(x.double(), torch.empty(2, 0, dtype=torch.long))
             post[gid] = torch.softmax(logits, -1)
-        self._features = adv.knowledge.target_features
+        return post
+
+    def _fedstruct_posteriors(self, adv: AdversaryContext) -> torch.Tensor:
+        """FedStruct (FedSGD): the global θ every client receives; its feature branch on the features."""
+        theta = held_theta(adv.view)
+        assert theta is not None
+        n = 1 + max(int(g.max()) for g, _ in adv.knowledge.target_features.values())
+        post = torch.zeros(n, adv.run.num_classes, dtype=torch.float64)
+        for gid, x in adv.knowledge.target_features.values():
+            post[gid] = feature_posteriors(adv.run, theta, x)
+        self._used = {"global (feature branch)"}
         return post
 
     def evaluate(self, challenge: Challenge, scores: torch.Tensor) -> AttackOutcome:

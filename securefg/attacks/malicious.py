@@ -42,4 +42,40 @@ def malicious_method(base: str, label: str, members: Iterable[str], overrides: d
     return str(cls.name)
 
 
-__all__ = ["malicious_method"]
+
+def malicious_uploads(base: str, label: str, members: Iterable[str], tag: str,
+                      poison: Callable[[dict[str, Any]], dict[str, Any]]) -> str:
+    """Register ``base`` with ``members``' inputs to the ``aggregate`` of ``tag`` replaced by
+    ``poison(honest_input)``; return the new method name.
+
+    For methods whose client step is not a method handler (FedStruct runs module functions
+    inside ``run_round``): the deviation sits exactly where a malicious client acts, between
+    computing its honest input and handing it to the mechanism, so the stack's transforms
+    (``clip_norm``) still see the poisoned input, as a verified bound would.
+    """
+    bcls = method_class(base)
+    mine = frozenset(members)
+
+    def run_round(self: Method, fed: Any, r: int) -> Any:
+        ex = fed.exchange
+        honest_aggregate = ex.aggregate
+
+        def aggregate(t: str, inputs: Any, **kw: Any) -> Any:
+            if t == tag:
+                inputs = {pid: (poison(dict(x)) if pid in mine else x) for pid, x in inputs.items()}
+            return honest_aggregate(t, inputs, **kw)
+
+        ex.aggregate = aggregate
+        try:
+            return bcls.run_round(self, fed, r)
+        finally:
+            del ex.aggregate  # back to the class's method
+
+    attrs: dict[str, Any] = {"name": f"{bcls.name}+{label}", "run_round": run_round,
+                             "__doc__": f"{bcls.__name__} with {sorted(mine)} poisoning {tag!r} ({label})."}
+    cls: type[Method] = type(f"{bcls.__name__}MaliciousUploads{label.title().replace('_', '')}", (bcls,), attrs)
+    register_method(cls)
+    return str(cls.name)
+
+
+__all__ = ["malicious_method", "malicious_uploads"]

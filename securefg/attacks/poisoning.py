@@ -13,6 +13,12 @@ binds a malicious client only if verified, see there) and ``trimmed_mean`` (robu
 only where the server sees plaintext updates, and reported as not composable otherwise). The
 default bound ``clip = 0`` means ``lr * sqrt(P) * local_epochs``: the largest update ``P``
 parameters can make in honest Adam steps (each moves a coordinate by about ``lr``).
+
+FedStruct (FedSGD) uploads gradients to a secure ``fedstruct/update`` sum: the malicious
+clients' inputs are scaled or sign-flipped between their honest computation and the mechanism
+(:func:`~securefg.attacks.malicious.malicious_uploads`); the damage is the honest clients'
+last-round test accuracy as they score the received θ with their own Ā rows and S, and the
+automatic bound is :data:`GRADIENT_CLIP` (see there).
 """
 
 from __future__ import annotations
@@ -30,9 +36,31 @@ from securefg.attacks.base import (
     register_attack,
 )
 from securefg.attacks.defences import derived_stack
-from securefg.attacks.malicious import malicious_method
+from securefg.attacks.malicious import malicious_method, malicious_uploads
 
 UPDATE_TAG = "fedavg/update"
+#: FedSGD methods whose client step is not a handler: the poisoned upload is intercepted instead.
+GRADIENT_UPLOADS = {"fedstruct": "fedstruct/update"}
+#: Norm bound on gradient uploads when ``clip = 0``. The server's Adam is invariant to a common
+#: scale, so a bound below every honest gradient's norm leaves honest training unchanged and
+#: gives a malicious client the weight of one honest client, whatever it scales by.
+GRADIENT_CLIP = 1e-3
+
+
+def client_accuracy(parties: Any, honest: tuple[str, ...]) -> float:
+    """Last round's test accuracy on each honest client's own nodes (mean), as the clients scored it.
+
+    For FedStruct, whose prediction needs each client's Ā rows and S: the clients score the
+    last θ they received themselves (``counts``), so this is the damage they experience.
+    """
+    if parties is None:
+        return float("nan")
+    accs = []
+    for cid in honest:
+        c = parties[cid].state.get("counts")
+        if c is not None and float(c[3]) > 0:
+            accs.append(float(c[2] / c[3]))
+    return sum(accs) / len(accs) if accs else float("nan")
 
 
 def honest_accuracy(model: Any, truth: Any, honest: tuple[str, ...]) -> float:
@@ -87,8 +115,8 @@ class UpdatePoisoning(Attack):
     def supports(self, ctx: AdversaryContext) -> Support:
         from securefg.methods.base import method_class
 
-        if UPDATE_TAG not in method_class(ctx.run.method).TAGS:
-            return Support(False, f"needs a method that aggregates {UPDATE_TAG!r} (FedAvg, FedProx)")
+        if UPDATE_TAG not in method_class(ctx.run.method).TAGS and ctx.run.method not in GRADIENT_UPLOADS:
+            return Support(False, f"needs a method that aggregates {UPDATE_TAG!r} (FedAvg, FedProx) or FedStruct's gradients")
         if not ctx.view.clients or not ctx.targets:
             return Support(False, "needs malicious clients and honest ones")
         if self.params["behaviour"] not in ("scale", "sign_flip"):
@@ -106,9 +134,17 @@ class UpdatePoisoning(Attack):
             return {k: v * f for k, v in update.items()}, weight
 
         label = f"{self.params['behaviour']}{self.params['factor']:g}@{'+'.join(c.split('/')[1] for c in adv.view.clients)}"
-        variant = malicious_method(adv.run.method, label, adv.view.clients, {"handle_train": poison})
-        clean = honest_accuracy(ctx.truth.parties["server"].state.get("model"), ctx.truth, adv.targets)
-        attacked = honest_accuracy(final_model(ctx.rerun(method=variant)), ctx.truth, adv.targets)
+        self._tag = GRADIENT_UPLOADS.get(adv.run.method, UPDATE_TAG)
+        if adv.run.method in GRADIENT_UPLOADS:
+            variant = malicious_uploads(adv.run.method, label, adv.view.clients, self._tag,
+                                        lambda x: {k: v * f for k, v in x.items()})
+            self._score = lambda result: client_accuracy(result["_federation"].parties, adv.targets)
+            clean = client_accuracy(ctx.truth.parties, adv.targets)
+        else:
+            variant = malicious_method(adv.run.method, label, adv.view.clients, {"handle_train": poison})
+            self._score = lambda result: honest_accuracy(final_model(result), ctx.truth, adv.targets)
+            clean = honest_accuracy(ctx.truth.parties["server"].state.get("model"), ctx.truth, adv.targets)
+        attacked = self._score(ctx.rerun(method=variant))
         rows = []
         for d in self.params["defences"]:
             rows.append(self._defended(ctx, d, variant))
@@ -120,27 +156,27 @@ class UpdatePoisoning(Attack):
 
     def _defended(self, ctx: AuditContext, defence: str, variant: str) -> dict[str, Any]:
         assert ctx.stack is not None and ctx.rerun is not None and ctx.workdir is not None
-        adv = ctx.adversary
-        binding = ctx.stack.binding_for(UPDATE_TAG)
+        tag = self._tag
+        binding = ctx.stack.binding_for(tag)
         from securefg.protocol.mechanism import mechanism_class
 
         if defence == "clip_norm":
-            clip = float(self.params["clip"]) or self._auto_clip(ctx)
-            path = derived_stack(ctx.stack, UPDATE_TAG, label="clip_norm", out_dir=ctx.workdir,
+            clip = float(self.params["clip"]) or (GRADIENT_CLIP if tag != UPDATE_TAG else self._auto_clip(ctx))
+            path = derived_stack(ctx.stack, tag, label="clip_norm", out_dir=ctx.workdir,
                                  add_transforms=({"name": "clip_norm", "clip": clip},))
             extra: dict[str, Any] = {"clip": clip}
         elif defence == "trimmed_mean":
             if not mechanism_class(binding.mechanism).reveals_individual_inputs:
                 return {"defence": defence, "composable": False,
-                        "reason": f"{UPDATE_TAG!r} is carried by {binding.mechanism!r}, which hides individual "
+                        "reason": f"{tag!r} is carried by {binding.mechanism!r}, which hides individual "
                                   "updates: robust aggregation needs each one"}
-            path = derived_stack(ctx.stack, UPDATE_TAG, label="trimmed_mean", out_dir=ctx.workdir,
+            path = derived_stack(ctx.stack, tag, label="trimmed_mean", out_dir=ctx.workdir,
                                  mechanism="plaintext_trimmed_mean", params={"trim": float(self.params["trim"])})
             extra = {"trim": float(self.params["trim"])}
         else:
             return {"defence": defence, "composable": False, "reason": "unknown defence (clip_norm, trimmed_mean)"}
-        clean = honest_accuracy(final_model(ctx.rerun(protocol=str(path))), ctx.truth, adv.targets)
-        attacked = honest_accuracy(final_model(ctx.rerun(method=variant, protocol=str(path))), ctx.truth, adv.targets)
+        clean = self._score(ctx.rerun(protocol=str(path)))
+        attacked = self._score(ctx.rerun(method=variant, protocol=str(path)))
         return {"defence": defence, "composable": True, "stack": path.name, "clean_accuracy": clean,
                 "poisoned_accuracy": attacked, "accuracy_drop": clean - attacked, **extra}
 
@@ -152,3 +188,4 @@ class UpdatePoisoning(Attack):
         lr = float(cfg.get("lr") or (0.01 if ctx.adversary.run.task == "node" else 1e-3))
         epochs = int(cfg.get("local_epochs") or 1)
         return lr * math.sqrt(params) * epochs
+

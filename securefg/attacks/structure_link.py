@@ -21,6 +21,10 @@ where :math:`R` is the best matrix it holds:
   :math:`\tilde{D}_i(\bar{A}^{[i]} - \beta_1 P_i^{(1)})/\beta_2` (exact for two hops) and
   subtracts its own contribution :math:`B_{i\cdot i}`, leaving the sum over remote neighbours:
   rows with one remote neighbour still leak it exactly; only rows with several are mixed.
+  This peeling needs a two-hop Ā (β2 ≠ 0). The method's default Ā = Â^{L_s} (β = e_{L_s}, L_s =
+  10 on Cora) cannot be peeled; the attacker then scores with its Ā rows directly,
+  :math:`s(w, x) = \max_{v \in N_i(w)} \bar{a}_{vx}`: the L_s-step walk mass from its node
+  ``v`` onto ``x``, a proximity that ranks ``w``'s neighbours far above random nodes.
 
 **Metric** (``auc``): ROC-AUC over true edges ``(w, x)`` with ``w`` a remote neighbour of the
 attacker and ``x`` any node the attacker does not own, against as many non-edges ``(w, x')``.
@@ -51,6 +55,27 @@ from securefg.attacks.base import (
 )
 
 
+def peelable(betas: list[float]) -> bool:
+    """Whether Ā = β1 Â + β2 Â² can be peeled back to the hop-2 sum (no higher hop, β2 ≠ 0).
+
+    The method's default is Ā = Â^{L_s} (β = e_{L_s}, the FedStruct code): for ``L_s > 2``,
+    β2 = 0 and Â^{L_s} cannot be inverted to the remote rows, so dividing by β2 (what an
+    earlier version did) turned every score into NaN/Inf.
+    """
+    return 2 <= len(betas) and all(b == 0 for b in betas[2:]) and betas[1] != 0
+
+
+def peel_two_hops(abar: torch.Tensor, gv: Any, directory: Any, betas: list[float]) -> torch.Tensor:
+    r""":math:`\tilde{D}_i(\bar{A}^{[i]} - \beta_1 P_i^{(1)})/\beta_2 - B_{i\cdot i}`: the sum of the
+    remote neighbours' hop-1 rows, per own row (exact for a two-hop Ā)."""
+    from securefg.models.fedstruct import adjacency_block, init_abar_state
+
+    state = init_abar_state(gv, directory, betas=betas, dtype=torch.float64)
+    summed = (abar - betas[0] * state.power) / betas[1] * gv.degree().double().unsqueeze(1)
+    own = torch.sparse.mm(adjacency_block(gv, directory, receiver=gv.client_id).double(), state.power)
+    return summed - own
+
+
 @register_attack
 class StructureLinkInference(Attack):
     """Infer edges between other clients' nodes from Algorithm 3's messages or its result.
@@ -66,7 +91,16 @@ class StructureLinkInference(Attack):
     metric_doc = "ROC-AUC over remote edges (w, x) next to the attacker's nodes vs non-edges"
     defaults: ClassVar[Mapping[str, Any]] = {"tag": "fedstruct/abar*", "pairs": 2000, "view_key": "graph_view",
                 "directory_key": "directory", "betas_key": "betas", "abar_key": "abar"}
-    payload_tags = ("fedstruct/*",)
+    payload_tags = ("fedstruct/abar*",)
+
+    @classmethod
+    def payloads(cls, params: Mapping[str, Any], options: Mapping[str, Any]) -> tuple[str, ...]:
+        """Only hop 2's messages (the attack reads no other; all hops of Cora's ten would be ~5 GB)."""
+        from securefg.methods.fedstruct.offline import offline_round
+        from securefg.methods.fedstruct.settings import OPTION_DEFAULTS
+
+        hops = int(options.get("structure_hops", OPTION_DEFAULTS["structure_hops"]))
+        return (f"{params['tag']}@{offline_round(2, hops)}",)
 
     def supports(self, ctx: AdversaryContext) -> Support:
         if len(ctx.view.clients) != 1:
@@ -74,6 +108,9 @@ class StructureLinkInference(Attack):
         pid = ctx.view.clients[0]
         if ctx.view.own_state(pid, self.params["view_key"]) is None:
             return Support(False, "the attacker's graph view is not in its state (no FedStruct-B run)")
+        if ctx.run.options.get("variant") == "A":
+            return Support(False, "FedStruct-A: the server holds Ā; a client receives only its own NSE rows, "
+                                  "no Ā rows or peer messages")
         has_msgs = bool(ctx.view.records(self.params["tag"], received=True))
         if not has_msgs and ctx.view.own_state(pid, self.params["abar_key"]) is None:
             return Support(False, f"no {self.params['tag']!r} messages and no Ā rows in the attacker's view")
@@ -108,8 +145,6 @@ class StructureLinkInference(Attack):
 
     # ------------------------------------------------------------------------- adversary
     def attack(self, adv: AdversaryContext, items: Any) -> torch.Tensor:
-        from securefg.models.fedstruct import adjacency_block, init_abar_state
-
         pid = adv.view.clients[0]
         gv = adv.view.own_state(pid, self.params["view_key"])
         directory = adv.view.own_state(pid, self.params["directory_key"])
@@ -117,19 +152,20 @@ class StructureLinkInference(Attack):
         individual = self._individual(adv, pid, n_i * n)
         rows_by_owner: dict[int, torch.Tensor] = {}
         residual: torch.Tensor | None = None
+        proximity: torch.Tensor | None = None
         if individual:
             for sender, vec in individual.items():
                 rows_by_owner[int(sender.split("/")[1])] = vec.view(n_i, n)
             self._source = "individual"
         else:
             abar = adv.view.own_state(pid, self.params["abar_key"]).double()
-            betas = adv.view.own_state(pid, self.params["betas_key"])
-            state = init_abar_state(gv, directory, betas=betas, dtype=torch.float64)
-            beta2 = betas[1] if len(betas) > 1 else 1.0
-            summed = (abar - betas[0] * state.power) / beta2 * gv.degree().double().unsqueeze(1)
-            own = torch.sparse.mm(adjacency_block(gv, directory, receiver=gv.client_id).double(), state.power)
-            residual = summed - own
-            self._source = "own result (sum)"
+            betas = [float(b) for b in adv.view.own_state(pid, self.params["betas_key"])]
+            if peelable(betas):
+                residual = peel_two_hops(abar, gv, directory, betas)
+                self._source = "own result (sum), peeled"
+            else:
+                proximity = abar
+                self._source = "own result (sum), rows as proximity"
         local = gv.local_rows(gv.inter_edges[0])
         remote, owner = gv.inter_edges[1], gv.inter_owner
         nb_of_w: dict[int, list[int]] = {}
@@ -146,9 +182,11 @@ class StructureLinkInference(Attack):
                 k = own_of[w]
                 if rows_by_owner:
                     val = float(rows_by_owner[k][v, x]) / count_vk[(v, k)] if k in rows_by_owner else 0.0
-                else:
-                    assert residual is not None
+                elif residual is not None:
                     val = float(residual[v, x]) / float(count_v[v])
+                else:
+                    assert proximity is not None
+                    val = float(proximity[v, x])
                 best = max(best, val)
             scores.append(best)
         return torch.tensor(scores, dtype=torch.float64)

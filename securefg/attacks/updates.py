@@ -47,12 +47,31 @@ class UpdateProfile:
     update_tag: str
     update_is_delta: bool
     model_key: str = "model"
+    gradient: bool = False
+    """The upload is a gradient (FedSGD): the update direction is its negative, and the upload
+    may carry trailing non-model entries (FedStruct's ∇S) after the model's layout."""
+    not_model: frozenset[str] = frozenset()
+    """Broadcast entries that are not model parameters."""
 
 
 PROFILES = (
     UpdateProfile("fedavg/model", "fedavg/update", True),
     UpdateProfile("cefgc/init", "cefgc/weights", False),
+    UpdateProfile("fedstruct/model", "fedstruct/update", True, model_key="", gradient=True,
+                  not_model=frozenset({"num_labeled", "nsf_grad"})),
 )
+
+
+def round_payloads(rounds: list[int]) -> tuple[str, ...]:
+    """Payload globs for probes reading ``rounds`` (``[]`` = all): each profile's reference model
+    at ``r`` and ``r + 1`` (the mean from consecutive broadcasts) and the uploads at ``r``."""
+    if not rounds:
+        return tuple(t for p in PROFILES for t in (p.model_tag, p.update_tag))
+    out = []
+    for p in PROFILES:
+        for r in rounds:
+            out += [f"{p.model_tag}@{r}", f"{p.model_tag}@{r + 1}", f"{p.update_tag}@{r}"]
+    return tuple(out)
 
 Tensors = dict[str, torch.Tensor]
 
@@ -82,7 +101,7 @@ class UpdateSource:
                 continue
             t = view.decode(rec)
             if t is not None:
-                self._refs[rec.round] = {k: v.double() for k, v in t.items()}
+                self._refs[rec.round] = {k: v.double() for k, v in t.items() if k not in profile.not_model}
         self.layout = Layout.of(next(iter(self._refs.values()))) if self._refs else None
 
     @property
@@ -99,12 +118,17 @@ class UpdateSource:
             return None
         for rec in self.view.records(self.profile.update_tag, round=r, sender=cid):
             t = self.view.decode(rec)
-            if t is None or set(t) != {"x"} or t["x"].numel() != self.layout.size + 1:
+            if t is None or set(t) != {"x"}:
+                continue
+            size = t["x"].numel()
+            if size != self.layout.size + 1 and not (self.profile.gradient and size > self.layout.size + 1):
                 continue
             vec = t["x"].double()
             w = float(vec[-1])
             if w <= 0:
                 continue
+            if self.profile.gradient:  # model gradients first, then trailing entries (∇S); step = -gradient
+                return unflatten(-vec[: self.layout.size] / w, _f64(self.layout))
             return self._as_delta(r, unflatten(vec[:-1] / w, _f64(self.layout)))
         return None
 
@@ -116,7 +140,7 @@ class UpdateSource:
         ref, nxt = self._refs.get(r), self._refs.get(r + 1)
         if self.profile.update_is_delta and ref is not None and nxt is not None:
             return {k: nxt[k] - ref[k] for k in ref}
-        if "server" in self.view.members and ref is not None and r == max(self._refs):
+        if self.profile.model_key and "server" in self.view.members and ref is not None and r == max(self._refs):
             model = self.view.own_state("server", self.profile.model_key)
             if model is not None and hasattr(model, "state_dict"):
                 sd = {k: v.detach().double().cpu() for k, v in model.state_dict().items() if v.is_floating_point()}

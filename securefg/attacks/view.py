@@ -97,9 +97,12 @@ class AdversaryView:
         self._cache[rec.index] = out
         return out
 
-    def missing_payloads(self, tag: str) -> bool:
-        """True if the view has readable-form records of ``tag`` whose bytes were not kept."""
-        return any(r.form in READABLE and r.payload is None for r in self.records(tag))
+    def missing_payloads(self, tag: str, rounds: Iterable[int] | None = None) -> bool:
+        """True if the view has readable-form records of ``tag`` (in ``rounds``, if given) whose
+        bytes were not kept."""
+        wanted = None if rounds is None else set(rounds)
+        return any(r.form in READABLE and r.payload is None and (wanted is None or r.round in wanted)
+                   for r in self.records(tag))
 
     def forms(self, tag: str) -> set[Form]:
         """Forms in which the adversary received ``tag``."""

@@ -25,13 +25,14 @@ from securefg.audit.threat_model import ThreatModel
 PLAINTEXT = "plaintext"
 
 
-def payload_globs(tm: ThreatModel) -> list[str]:
-    """Tags whose payloads the runs must keep for the threat model's attacks."""
+def payload_globs(tm: ThreatModel, options: Any = None) -> list[str]:
+    """Tags (``tag@round`` for one round) whose payloads the runs must keep for the attacks."""
     from securefg.attacks.base import attack_class
 
     globs: set[str] = set()
     for spec in tm.attacks:
-        globs.update(attack_class(spec.attack).payload_tags)
+        acls = attack_class(spec.attack)
+        globs.update(acls.payloads({**acls.defaults, **spec.params}, dict(options or {})))
     return sorted(globs)
 
 
@@ -40,7 +41,7 @@ def prepare(cfg: Any, tm: ThreatModel, out_dir: Path) -> Any:
     options = dict(cfg.options)
     if cfg.method.startswith("cefgc") and not options.get("generator_cache"):
         options["generator_cache"] = str(out_dir / "generator_cache")
-    return replace(cfg, keep_payloads=payload_globs(tm) or False, options=options, resume=False, checkpoint_every=0)
+    return replace(cfg, keep_payloads=payload_globs(tm, options) or False, options=options, resume=False, checkpoint_every=0)
 
 
 def run_summary(result: dict[str, Any]) -> dict[str, Any]:

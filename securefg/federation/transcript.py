@@ -56,22 +56,31 @@ class Record:
         return d
 
 
+def _matches(pattern: str, tag: str, round: int) -> bool:
+    """``pattern`` is a tag glob, optionally ``glob@round`` (an integer, may be negative)."""
+    glob, _, at = pattern.rpartition("@")
+    if glob and at.lstrip("-").isdigit():
+        return int(at) == round and fnmatch.fnmatchcase(tag, glob)
+    return fnmatch.fnmatchcase(tag, pattern)
+
+
 class Transcript:
     """Append-only log of :class:`Record` s.
 
     Args:
         keep_payloads (bool | Iterable[str]): ``True`` keeps every payload; an iterable of tag
-            glob patterns keeps only matching ones; ``False`` keeps none. (default: :obj:`False`)
+            glob patterns keeps only matching ones (``"tag@r"`` only round ``r`` of it, so an audit
+            can keep one round of a bulky tag); ``False`` keeps none. (default: :obj:`False`)
     """
 
     def __init__(self, keep_payloads: bool | Iterable[str] = False) -> None:
         self._records: list[Record] = []
         self._keep = keep_payloads if isinstance(keep_payloads, bool) else tuple(keep_payloads)
 
-    def _keeps(self, tag: str) -> bool:
+    def _keeps(self, tag: str, round: int) -> bool:
         if isinstance(self._keep, bool):
             return self._keep
-        return any(fnmatch.fnmatchcase(tag, p) for p in self._keep)
+        return any(_matches(p, tag, round) for p in self._keep)
 
     def append(
         self,
@@ -97,7 +106,7 @@ class Transcript:
             payload_bytes=len(payload),
             wire_bytes=wire_bytes,
             is_error=is_error,
-            payload=payload if self._keeps(tag) else None,
+            payload=payload if self._keeps(tag, round) else None,
         )
         self._records.append(rec)
         return rec
@@ -188,8 +197,7 @@ class Transcript:
     def save_jsonl(self, path: str | Path) -> None:
         """Write the metadata of every record as one JSON object per line."""
         with open(path, "w", encoding="utf-8") as fh:
-            for r in self._records:
-                fh.write(json.dumps(r.to_json()) + "\n")
+            fh.writelines(json.dumps(r.to_json()) + "\n" for r in self._records)
 
 
 def load_jsonl(path: str | Path, transcript: Transcript) -> int:
