@@ -195,4 +195,8 @@ class LinkStealing(Attack):
             "intra_client_auc": roc_auc(y[~cross | neg], scores[~cross | neg]) if bool((~cross & (y == 1)).any()) else float("nan"),
             "model": sorted(self._used),
         }
-        return AttackOutcome(base.value, self.chance, details, base.roc)
+        note = ""
+        if base.value <= prior_auc:
+            note = ("the held model adds nothing over the side knowledge: the target features' own similarity "
+                    f"scores {prior_auc:.3f} (prior_auc), so this value measures the side knowledge, not the run")
+        return AttackOutcome(base.value, self.chance, details, base.roc, note=note)

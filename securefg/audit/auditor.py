@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from securefg.attacks.harness import AttackHarness, AttackResult
+from securefg.audit.disclosures import method_assumptions
 from securefg.audit.exit_codes import decide
 from securefg.audit.ledger import exposure_ledger
 from securefg.audit.protections import protections
@@ -91,7 +92,7 @@ def audit(cfg: Any, tm: ThreatModel, out_dir: Path) -> AuditReport:
         ledgers[label] = exposure_ledger(fed.transcript)
         summaries[label] = run_summary(result)
         if label == "protected":
-            prot = protections(stack, sorted({r.tag for r in fed.transcript}))
+            prot = protections(stack, sorted({r.tag for r in fed.transcript}), cfg.method)
             summaries["_description"] = {"stack_description": stack.description}
         del result, fed, ctx
         gc.collect()
@@ -105,7 +106,7 @@ def audit(cfg: Any, tm: ThreatModel, out_dir: Path) -> AuditReport:
     }
     code = decide(exceeded=any(e.passed is False for e in entries), errors=any(e.status == "error" for e in entries),
                   ran=any(e.status == "ran" for e in entries))
-    assumptions = (*tm.assumptions, *STANDARD_ASSUMPTIONS)
+    assumptions = (*tm.assumptions, *method_assumptions(cfg.method), *STANDARD_ASSUMPTIONS)
     return AuditReport(threat_model=tm.to_dict(), run=run, ledger=ledgers["protected"], plaintext_ledger=ledgers[PLAINTEXT],
                        attacks=tuple(entries), protections=tuple(prot), assumptions=assumptions, exit_code=int(code))
 

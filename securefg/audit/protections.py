@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from securefg.audit.disclosures import by_design
 from securefg.errors import UnboundTagError
 from securefg.protocol.mechanism import mechanism_class, transform_class
 from securefg.protocol.stack import ProtocolStack
@@ -48,8 +49,9 @@ TRANSFORM_CANNOT = {
 }
 
 
-def protections(stack: ProtocolStack, tags: list[str]) -> list[dict[str, Any]]:
-    """For each tag of a run: its mechanism and transforms, what they protect and their limits."""
+def protections(stack: ProtocolStack, tags: list[str], method: str = "") -> list[dict[str, Any]]:
+    """For each tag of a run: its mechanism and transforms, what they protect, their limits and
+    what ``method`` releases to the receiver by design (:mod:`securefg.audit.disclosures`)."""
     out = []
     for tag in tags:
         try:
@@ -63,7 +65,8 @@ def protections(stack: ProtocolStack, tags: list[str]) -> list[dict[str, Any]]:
                                "limits": TRANSFORM_CANNOT.get(t.name, "see the transform's documentation")})
             transform_class(t.name)  # validates the name
         out.append({"tag": tag, "mechanism": b.mechanism, "protects": mcls.protects or "(not declared)",
-                    "cannot": CANNOT.get(b.mechanism, "see the mechanism's documentation"), "transforms": transforms})
+                    "cannot": CANNOT.get(b.mechanism, "see the mechanism's documentation"), "transforms": transforms,
+                    "by_design": by_design(method, tag)})
     return out
 
 

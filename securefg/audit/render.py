@@ -126,6 +126,11 @@ def render_markdown(report: AuditReport, plots: dict[str, str] | None = None) ->
     for p in report.protections:
         tr = "".join(f" + `{t['name']}` ({t['limits']})" for t in p.get("transforms", []))
         L.append(f"| `{p['tag']}` | `{p['mechanism']}`{tr} | {p['protects']} | {p['cannot']} |")
+    released = [p for p in report.protections if p.get("by_design")]
+    if released:
+        L += ["", (f"Released by design in `{run.get('method')}`: outputs the receiver needs, which no mechanism "
+              "can hide (the attack named measures each):"), ""]
+        L += [f"- `{p['tag']}`: {p['by_design']}" for p in released]
     if run.get("stack_description"):
         L += ["", "The stack's own statement:", "", "> " + run["stack_description"].strip().replace("\n", "\n> ")]
     L += ["", "## 4. Assumptions", ""] + [f"- {s}" for s in report.assumptions]

@@ -61,3 +61,12 @@ def test_a_report_names_its_stack_and_threat_model() -> None:
         _report(run={"method": "fedavg", "dataset": "x", "protocol": "p", "seed": 0})
     with pytest.raises(ValueError, match="threat_model lacks 'name'"):
         _report(threat_model={"adversary": {}})
+
+
+def test_fedstruct_by_design_releases_are_listed_per_tag_and_malicious_reruns_map_to_their_method():
+    from securefg.audit.disclosures import by_design, method_assumptions
+
+    assert "structure_link" in by_design("fedstruct", "fedstruct/abar")
+    assert "nsf_link" in by_design("fedstruct+sign_flip10@0", "fedstruct/model")
+    assert by_design("fedstruct", "fedstruct/hardened/nse_grad") and not by_design("fedavg", "fedavg/update")
+    assert method_assumptions("fedstruct") and not method_assumptions("fedavg")

@@ -1,0 +1,78 @@
+"""What a method releases *by design*: outputs a receiver needs, which no mechanism can hide.
+
+A mechanism protects a message in transit and its individual inputs; it cannot hide the
+result the receiver is meant to read. The report lists these next to the mechanisms, per
+method and tag, with the attack that measures each, so a reviewer sees why a budget can be
+exceeded under the protected stack. Keyed by method name, then tag glob (first match wins).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+
+FEDSTRUCT = {
+    "fedstruct/abar": (
+        "Client i's peer-sum result, sum over k of B_ik per hop, and so its rows of A-bar, is the output of "
+        "Algorithm 3: i reads it by design. The rows are L_s-step random-walk distributions over global node "
+        "ids: they rank i's remote neighbours' own neighbours far above other nodes, and with a two-hop A-bar "
+        "a row with one remote neighbour is that neighbour's neighbour list (measured by structure_link). "
+        "Only DP noise on the messages hides edges, at the cost of the rows themselves."
+    ),
+    "fedstruct/model": (
+        "theta is broadcast in the clear: every client needs it to predict, so every client (and the server) "
+        "holds the global model (link_stealing). For Hop2Vec the broadcast also carries the summed NSF "
+        "gradient: the server computes it from the secure sum and every client needs it to update S. "
+        "Its row u is column u of A-bar weighted by the labelled nodes' residuals, so adjacent nodes get "
+        "similar rows: edges among every client's nodes, to the server too (nsf_link)."
+    ),
+    "fedstruct/update": (
+        "The server learns only the sum of the gradients (per-client labels and vocabularies stay hidden: "
+        "label_inference, feature_support); the sum's NSF part is re-broadcast (see fedstruct/model)."
+    ),
+    "fedstruct/nsf": (
+        "Each recipient opens every other owner's NSF rows: degrees (degree), embeddings that place adjacent "
+        "nodes close (Node2Vec), or random initial rows that carry nothing (Hop2Vec) (nsf_link)."
+    ),
+    "fedstruct/hardened/abar_cols": (
+        "Owner j reads client i's block A-bar[V_i, V_j] in the clear (App. L.1, H0): i's multi-hop "
+        "proximity to j's nodes."
+    ),
+    "fedstruct/hardened/nse*": (
+        "Client i reads the summed structure answers for its own nodes and owner j the summed gradient for "
+        "its NSF rows; no NSF row or NSF gradient leaves its owner (nsf_link is blind)."
+    ),
+    "fedstruct/nse": (
+        "Variant A: client i reads its own NSE rows; the server holds the global graph by assumption (A0)."
+    ),
+}
+
+DISCLOSURES: dict[str, dict[str, str]] = {"fedstruct": FEDSTRUCT}
+
+METHOD_ASSUMPTIONS: dict[str, tuple[str, ...]] = {
+    "fedstruct": (
+        ("FedStruct-B: all parties share global node ids and each client knows the owner and id of every "
+        "inter-edge endpoint (notes B0; the paper gives no protocol for agreeing on them, e.g. PSI)."),
+        ("FedStruct-A trusts the server with the global edge set and every client's labelled set (notes A0): "
+        "link attacks against that server are out of scope, not passed."),
+    ),
+}
+
+
+def _base(method: str) -> str:
+    """``fedstruct+sign_flip10@0`` (a malicious rerun) -> ``fedstruct``."""
+    return method.split("+", 1)[0]
+
+
+def by_design(method: str, tag: str) -> str:
+    """What ``tag`` releases to its receiver by design in ``method`` (empty if nothing noted)."""
+    for pattern, text in DISCLOSURES.get(_base(method), {}).items():
+        if fnmatch.fnmatchcase(tag, pattern):
+            return text
+    return ""
+
+
+def method_assumptions(method: str) -> tuple[str, ...]:
+    return METHOD_ASSUMPTIONS.get(_base(method), ())
+
+
+__all__ = ["DISCLOSURES", "METHOD_ASSUMPTIONS", "by_design", "method_assumptions"]
