@@ -15,6 +15,7 @@ Built-in attacks (``available_attacks()``):
 * ``label_inference``: which classes a client over-represents, from its output-layer update (AUC).
 * ``feature_support``: which features occur in a client's data, from its first-layer update (AUC).
 * ``update_poisoning``, ``spoofed_generator``: malicious clients' damage to honest clients (accuracy drop).
+* ``crafted_nsf``: a malicious FedStruct-B owner relaying out-of-range or id-spoofing NSF rows (accuracy drop).
 * ``malformed_payloads``: crafted payloads a receiver accepts (acceptance rate).
 """
 

@@ -9,7 +9,8 @@ unchanged experiment pipeline and protocol stack.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from securefg.methods.base import Method, method_class, register_method
@@ -42,11 +43,27 @@ def malicious_method(base: str, label: str, members: Iterable[str], overrides: d
     return str(cls.name)
 
 
+@contextmanager
+def _intercepted(ex: Any, op: str, tag: str, members: frozenset[str], poison: Callable[[Any], Any]) -> Iterator[None]:
+    """Within the block, ``ex.<op>(tag, inputs, ...)`` sees ``members``' inputs poisoned."""
+    honest = getattr(ex, op)
+
+    def call(t: str, inputs: Any, *args: Any, **kw: Any) -> Any:
+        if t == tag:
+            inputs = {pid: (poison(x) if pid in members else x) for pid, x in inputs.items()}
+        return honest(t, inputs, *args, **kw)
+
+    setattr(ex, op, call)
+    try:
+        yield
+    finally:
+        delattr(ex, op)  # back to the class's method
+
 
 def malicious_uploads(base: str, label: str, members: Iterable[str], tag: str,
-                      poison: Callable[[dict[str, Any]], dict[str, Any]]) -> str:
-    """Register ``base`` with ``members``' inputs to the ``aggregate`` of ``tag`` replaced by
-    ``poison(honest_input)``; return the new method name.
+                      poison: Callable[[Any], Any], *, op: str = "aggregate") -> str:
+    """Register ``base`` with ``members``' inputs to exchange ``op`` (``aggregate`` or ``relay``)
+    of ``tag`` replaced by ``poison(honest_input)``; return the new method name.
 
     For methods whose client step is not a method handler (FedStruct runs module functions
     inside ``run_round``): the deviation sits exactly where a malicious client acts, between
@@ -57,21 +74,14 @@ def malicious_uploads(base: str, label: str, members: Iterable[str], tag: str,
     mine = frozenset(members)
 
     def run_round(self: Method, fed: Any, r: int) -> Any:
-        ex = fed.exchange
-        honest_aggregate = ex.aggregate
-
-        def aggregate(t: str, inputs: Any, **kw: Any) -> Any:
-            if t == tag:
-                inputs = {pid: (poison(dict(x)) if pid in mine else x) for pid, x in inputs.items()}
-            return honest_aggregate(t, inputs, **kw)
-
-        ex.aggregate = aggregate
-        try:
+        with _intercepted(fed.exchange, op, tag, mine, poison):
             return bcls.run_round(self, fed, r)
-        finally:
-            del ex.aggregate  # back to the class's method
 
-    attrs: dict[str, Any] = {"name": f"{bcls.name}+{label}", "run_round": run_round,
+    def setup(self: Method, fed: Any) -> Any:
+        with _intercepted(fed.exchange, op, tag, mine, poison):
+            return bcls.setup(self, fed)
+
+    attrs: dict[str, Any] = {"name": f"{bcls.name}+{label}", "run_round": run_round, "setup": setup,
                              "__doc__": f"{bcls.__name__} with {sorted(mine)} poisoning {tag!r} ({label})."}
     cls: type[Method] = type(f"{bcls.__name__}MaliciousUploads{label.title().replace('_', '')}", (bcls,), attrs)
     register_method(cls)

@@ -137,7 +137,7 @@ class UpdatePoisoning(Attack):
         self._tag = GRADIENT_UPLOADS.get(adv.run.method, UPDATE_TAG)
         if adv.run.method in GRADIENT_UPLOADS:
             variant = malicious_uploads(adv.run.method, label, adv.view.clients, self._tag,
-                                        lambda x: {k: v * f for k, v in x.items()})
+                                        lambda x: {k: v * f for k, v in dict(x).items()})
             self._score = lambda result: client_accuracy(result["_federation"].parties, adv.targets)
             clean = client_accuracy(ctx.truth.parties, adv.targets)
         else:

@@ -106,3 +106,29 @@ def test_a_sign_flipped_gradient_hides_in_the_masked_sum_and_a_norm_bound_compos
     assert rows["clip_norm"]["composable"]
     assert rows["clip_norm"]["accuracy_drop"] < poisoned.outcome.value / 2, rows["clip_norm"]
     assert rows["clip_norm"]["clean_accuracy"] > 0.8  # the bound leaves honest training intact (Adam)
+
+
+def test_spoofed_nsf_rows_reach_honest_receivers_and_the_damage_is_measured(node_task, tmp_path):
+    from securefg.attacks.crafted_nsf import crafted_item
+    from securefg.attacks.malicious import malicious_uploads
+
+    opts = {**OPTIONS, "nsf": "degree"}
+    n = int(node_task.full_graph.num_nodes)
+
+    def rerun(method: str | None = None, protocol: str | None = None) -> dict[str, Any]:
+        return run_method(node_task, method or "fedstruct", protocol or "plaintext", rounds=3, keep=False,
+                          options=opts, lr=0.01, weight_decay=5e-4)
+
+    spoof = malicious_uploads("fedstruct", "test_spoof", ["client/0"], "fedstruct/nsf", op="relay",
+                              poison=lambda b: crafted_item(b, behaviour="spoof", factor=100.0, num_nodes=n, seed=1))
+    tables = [p.state["structure"] for pid, p in rerun(spoof)["_federation"].parties.items() if pid != "client/0"
+              and pid.startswith("client/")]
+    honest_rows = node_task.clients[1].global_id
+    # degree NSFs are one-hot; a spoofed row (N(0, 100^2)) at an honest owner's id got through somewhere
+    assert any(float(t[honest_rows].abs().max()) > 10 for t in tables)
+    tm = threat(["client/0"], {"crafted_nsf": {"behaviour": "spoof", "factor": 100.0}}, behaviour="malicious")
+    out = play(tm, rerun(), node_task, rerun=rerun, workdir=tmp_path)["crafted_nsf"]
+    assert out.status == "ran", out.reason
+    d = out.outcome.details
+    assert 0.0 <= d["crafted_accuracy"] <= 1.0 and 0.0 <= d["clean_accuracy"] <= 1.0
+    assert d["defences"][0]["implemented"] is False  # the report must not claim a defence that is not there
