@@ -119,7 +119,7 @@ class LabelInference(Attack):
                 self._kinds[cid] = kind
                 if delta is None:
                     continue
-                names = output_layer(delta)
+                names = output_layer({k: v for k, v in delta.items() if k.startswith(prof.head)})
                 if names is None:
                     continue
                 w, b = delta[names[0]], delta[names[1]]

@@ -52,13 +52,17 @@ class UpdateProfile:
     may carry trailing non-model entries (FedStruct's ∇S) after the model's layout."""
     not_model: frozenset[str] = frozenset()
     """Broadcast entries that are not model parameters."""
+    head: str = ""
+    """Prefix of the parameters whose output layer carries the client's *own* labels (FedStruct:
+    the feature branch ``f.``; in the hardened variant ``g``'s gradient mixes every receiver's
+    residuals through the owner's peer sum)."""
 
 
 PROFILES = (
     UpdateProfile("fedavg/model", "fedavg/update", True),
     UpdateProfile("cefgc/init", "cefgc/weights", False),
     UpdateProfile("fedstruct/model", "fedstruct/update", True, model_key="", gradient=True,
-                  not_model=frozenset({"num_labeled", "nsf_grad"})),
+                  not_model=frozenset({"num_labeled", "nsf_grad"}), head="f."),
 )
 
 
