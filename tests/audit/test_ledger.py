@@ -61,3 +61,15 @@ def test_own_state_opens_only_for_adversary_members(runs):
 def test_party_lists_are_compressed_for_the_report() -> None:
     assert compress_parties(["client/2", "server", "client/0", "client/1", "client/5"]) == "server, client/0..2, client/5"
     assert compress_parties([]) == "nobody"
+
+
+def test_a_tag_at_round_pattern_keeps_only_that_rounds_payloads():
+    from securefg.federation.envelope import Form
+    from securefg.federation.transcript import Transcript
+
+    t = Transcript(["bulk@-3", "small"])
+    for r in (-3, -2, 0):
+        for tag in ("bulk", "small"):
+            t.append(round=r, tag=tag, stage="", sender="a", receiver="b", form=Form.PLAINTEXT, payload=b"xy", wire_bytes=2)
+    kept = {(rec.tag, rec.round) for rec in t if rec.payload is not None}
+    assert kept == {("bulk", -3), ("small", -3), ("small", -2), ("small", 0)}
