@@ -41,9 +41,12 @@ from securefg.attacks.malicious import malicious_method, malicious_uploads
 UPDATE_TAG = "fedavg/update"
 #: FedSGD methods whose client step is not a handler: the poisoned upload is intercepted instead.
 GRADIENT_UPLOADS = {"fedstruct": "fedstruct/update"}
-#: Norm bound on gradient uploads when ``clip = 0``. The server's Adam is invariant to a common
-#: scale, so a bound below every honest gradient's norm leaves honest training unchanged and
-#: gives a malicious client the weight of one honest client, whatever it scales by.
+#: Norm bound on gradient uploads when ``clip = 0``. Below every honest gradient's norm it gives a
+#: malicious client the weight of one honest client whatever it scales by, and Adam's per-
+#: coordinate normalisation absorbs the common scale, but not the server's weight decay, which
+#: then dominates the tiny summed gradient: a utility cost (measured on Cora, FedStruct-B, 10
+#: clients, 30 rounds: clean accuracy 0.81 -> 0.67, sign-flip x10 damage 0.64 -> 0.03). Set
+#: ``clip`` near the honest per-client norm to trade less accuracy for a weaker bound.
 GRADIENT_CLIP = 1e-3
 
 

@@ -105,7 +105,8 @@ def test_a_sign_flipped_gradient_hides_in_the_masked_sum_and_a_norm_bound_compos
     assert not rows["trimmed_mean"]["composable"] and "hides individual" in rows["trimmed_mean"]["reason"]
     assert rows["clip_norm"]["composable"]
     assert rows["clip_norm"]["accuracy_drop"] < poisoned.outcome.value / 2, rows["clip_norm"]
-    assert rows["clip_norm"]["clean_accuracy"] > 0.8  # the bound leaves honest training intact (Adam)
+    # on this task the bound costs little accuracy (on Cora it costs 14 points: weight decay dominates)
+    assert rows["clip_norm"]["clean_accuracy"] > 0.8
 
 
 def test_spoofed_nsf_rows_reach_honest_receivers_and_the_damage_is_measured(node_task, tmp_path):
