@@ -154,7 +154,9 @@ class UpdatePoisoning(Attack):
         return AttackOutcome(
             value=clean - attacked, chance=self.chance,
             details={"clean_accuracy": clean, "poisoned_accuracy": attacked, "factor": f, "defences": rows},
-            note="defended rows apply the bound to the malicious clients too: a verified bound (see defences)",
+            note="defended rows apply the bound to the malicious clients too: a verified bound (see defences)"
+                 + ("; accuracy is each honest client's last-round score of the received model on its own test nodes"
+                    if adv.run.method in GRADIENT_UPLOADS else ""),
         )
 
     def _defended(self, ctx: AuditContext, defence: str, variant: str) -> dict[str, Any]:
