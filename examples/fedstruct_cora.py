@@ -36,6 +36,7 @@ ROWS: dict[str, tuple[str, str | None, dict[str, Any], int]] = {
     "h2v-hardened-plain": ("fedstruct", "plaintext", {"nsf": "hop2vec", "variant": "B", "hardened": True}, 40),
     "h2v-hardened-secure": ("fedstruct", "fedstruct_secure", {"nsf": "hop2vec", "variant": "B", "hardened": True}, 40),
     "fl-gnn": ("fedavg", "plaintext", {}, 100),
+    "fl-gnn-fedsgd": ("fedsgd", "plaintext", {}, 200),  # the paper's FL GNN: FedSGD, 3-layer GraphSage
     "local-gnn": ("local", "plaintext", {}, 100),
     "central-gnn": ("centralized", "plaintext", {}, 100),
 }

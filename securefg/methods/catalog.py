@@ -6,6 +6,7 @@ import importlib
 
 for _name in (
     "securefg.methods.fedavg",
+    "securefg.methods.fedsgd",
     "securefg.methods.local",
     "securefg.methods.centralized",
     "securefg.methods.cefgc",

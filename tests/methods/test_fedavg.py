@@ -148,3 +148,42 @@ def test_node_clients_also_score_the_received_global_model_before_training():
     summary = method.summarize(out.history)
     assert 0.0 <= summary["global_model_test_acc"] <= 1.0
     assert summary["global_model_best_round"] in {h["round"] for h in out.history}
+
+
+def test_fedsgd_with_one_client_is_full_batch_adam_on_the_server():
+    """One client, no dropout: every round is one server Adam step on the client's gradient."""
+    import torch.nn.functional as F
+
+    task = _node_task(1)
+    cfg = MethodConfig(rounds=4, train=TrainConfig(lr=0.01, weight_decay=5e-4), seed=3, hidden=16,
+                       options={"dropout": 0.0})
+    method = method_class("fedsgd")(task, cfg)
+    fed = Federation(1, ProtocolStack.load("plaintext"), seed=3)
+    RoundRunner(method, fed, rounds=4, progress=False).run()
+    ref = method.make_model()
+    opt = torch.optim.Adam(ref.parameters(), lr=0.01, weight_decay=5e-4)
+    g = task.clients[0]
+    for _ in range(4):
+        opt.zero_grad()
+        F.cross_entropy(ref(g.x, g.edge_index)[g.train_mask], g.y[g.train_mask]).backward()
+        opt.step()
+    got, want = state_of(fed.server.state["model"]), state_of(ref)
+    assert got.keys() == want.keys()
+    for k in got:
+        assert torch.allclose(got[k], want[k], atol=1e-6), k
+    assert not torch.allclose(got[k], state_of(method.make_model())[k])
+
+
+def test_fedsgd_server_sees_only_masked_gradients_under_secure_sum():
+    task = _node_task(3)
+    _, fed, out = _run("fedsgd", task, rounds=2, stack="fedavg_secure_sum")
+    forms = {r.form.value for r in fed.transcript.records(tag="fedavg/update") if r.receiver == "server"}
+    assert forms <= {"keys", "masked"} and "masked" in forms
+    assert 0.0 <= out.history[-1]["mean_test"] <= 1.0
+
+
+def test_fedsgd_rejects_unknown_backbone():
+    from securefg.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="backbone"):
+        method_class("fedsgd")(_node_task(1), MethodConfig(rounds=1, options={"backbone": "gat"}))
