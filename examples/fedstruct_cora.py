@@ -40,7 +40,7 @@ ROWS: dict[str, tuple[str, str | None, dict[str, Any], int]] = {
     "local-gnn": ("local", "plaintext", {}, 100),
     "central-gnn": ("centralized", "plaintext", {}, 100),
 }
-DEFAULT_ROWS = ["h2v-plain", "h2v-secure", "n2v-plain", "n2v-secure", "fl-gnn", "local-gnn"]
+DEFAULT_ROWS = ["h2v-plain", "h2v-secure", "n2v-plain", "n2v-secure", "fl-gnn-fedsgd", "fl-gnn", "local-gnn"]
 
 
 def run_row(row: str, *, dataset: str, partition: str, clients: int, seed: int) -> dict[str, Any]:
