@@ -33,7 +33,7 @@ from torch import Tensor
 from securefg.errors import QueryBudgetError
 from securefg.federation.federation import Federation
 from securefg.federation.party import Party, client_index
-from securefg.methods.fedstruct.parties import ClientData, correct_counts, load_parameters
+from securefg.methods.fedstruct.parties import ClientData, load_parameters, score_with_nse
 from securefg.methods.fedstruct.server import prefixed
 from securefg.models.fedstruct import FedStructDGCN, NodeDirectory
 from securefg.models.fedstruct.client_step import labeled_cross_entropy
@@ -90,12 +90,7 @@ def receiver_step(client: Party, nse: dict[str, Tensor], num_labeled: int) -> tu
     st = client.state
     model: FedStructDGCN = st["model"]
     data: ClientData = st["data"]
-    model.eval()
-    with torch.no_grad():
-        logits = model.feature_embeddings(data.x, data.a_local) + nse["nse_eval"].float()
-    st["predictions"] = logits
-    st["counts"] = correct_counts(logits, data)
-    model.train()
+    score_with_nse(st, nse["nse_eval"])
     nse_train = nse["nse"].float().requires_grad_(True)
     f_params = dict(model.f.named_parameters(prefix="f"))
     loss = labeled_cross_entropy(model.feature_embeddings(data.x, data.a_local) + nse_train, data.y, data.train,

@@ -101,3 +101,16 @@ def correct_counts(logits: Tensor, data: ClientData) -> Tensor:
     ok = logits.argmax(1) == data.y
     return torch.tensor([float(ok[data.val].sum()), float(data.val.sum()),
                          float(ok[data.test].sum()), float(data.test.sum())], dtype=torch.float64)
+
+
+def score_with_nse(client_state: dict, nse_eval: Tensor) -> None:
+    """Record the client's eval-mode logits (feature branch + received NSEs) and its correct
+    counts; variants A and hardened B score the same way before their training step."""
+    model: FedStructDGCN = client_state["model"]
+    data: ClientData = client_state["data"]
+    model.eval()
+    with torch.no_grad():
+        logits = model.feature_embeddings(data.x, data.a_local) + nse_eval.float()
+    client_state["predictions"] = logits
+    client_state["counts"] = correct_counts(logits, data)
+    model.train()

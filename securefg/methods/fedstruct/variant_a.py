@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from securefg.federation.party import Party
-from securefg.methods.fedstruct.parties import ClientData, correct_counts, load_parameters
+from securefg.methods.fedstruct.parties import ClientData, load_parameters, score_with_nse
 from securefg.methods.fedstruct.server import prefixed
 from securefg.models.fedstruct import FedStructDGCN
 from securefg.models.fedstruct.client_step import labeled_cross_entropy
@@ -42,12 +42,7 @@ def handle_round(client: Party, theta_f: dict[str, Tensor], nse: dict[str, Tenso
     model: FedStructDGCN = st["model"]
     data: ClientData = st["data"]
     load_parameters(model, {k: v for k, v in theta_f.items() if k != "num_labeled"})
-    model.eval()
-    with torch.no_grad():
-        logits = model.feature_embeddings(data.x, data.a_local) + nse["nse_eval"].float()
-    st["predictions"] = logits
-    st["counts"] = correct_counts(logits, data)
-    model.train()
+    score_with_nse(st, nse["nse_eval"])
     nse_train = nse["nse"].float().requires_grad_(True)
     f_params = dict(model.f.named_parameters(prefix="f"))
     out_logits = model.feature_embeddings(data.x, data.a_local) + nse_train
