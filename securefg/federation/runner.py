@@ -129,6 +129,9 @@ class RoundRunner:
         torch.set_rng_state(state["torch_rng"])
         self.fed.exchange.rng.set_state(state["exchange_rng"])
         if (self.out_dir / TRANSCRIPT).is_file():
+            # The saved transcript already holds the original run's setup messages (e.g.
+            # FedStruct's offline phase); the setup just re-run must not count them twice.
+            self.fed.transcript.clear()
             load_jsonl(self.out_dir / TRANSCRIPT, self.fed.transcript)
         return int(state["next_round"]), json.loads(state["history"]), json.loads(state["server_view"])
 

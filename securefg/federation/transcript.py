@@ -114,6 +114,10 @@ class Transcript:
     def __len__(self) -> int:
         return len(self._records)
 
+    def clear(self) -> None:
+        """Drop every record (a resumed run replaces what its setup re-recorded)."""
+        self._records.clear()
+
     def __iter__(self) -> Iterator[Record]:
         return iter(self._records)
 

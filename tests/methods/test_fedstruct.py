@@ -195,6 +195,9 @@ def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path: Any) -> None:
     runner(2, False)
     fed_resumed = runner(4, True)
     assert torch.allclose(predictions(fed_resumed), predictions(fed_full), atol=1e-6)
+    # the offline phase re-runs on resume; its records must not be counted twice
+    assert fed_resumed.transcript.bytes_by_tag() == fed_full.transcript.bytes_by_tag()
+    assert len(fed_resumed.transcript) == len(fed_full.transcript)
 
 
 def test_node2vec_tables_are_cached_and_shared_identically(tmp_path: Any, monkeypatch: Any) -> None:
