@@ -195,9 +195,9 @@ def summarize_task(task: Task, history: list[dict[str, Any]]) -> dict[str, Any]:
     best = select_best_round(history)
     if not best:
         return {}
+    at = next(h for h in history if h["round"] == best["best_round"])
     if isinstance(task, NodeTask):
         out = {"test_acc": best["test"], **{k: v for k, v in best.items() if k != "test"}}
-        at = next(h for h in history if h["round"] == best["best_round"])
         if "mean_global_test" in at:
             # The received global model's mean client test accuracy, at the same round and
             # at the round where its own validation accuracy peaks.
@@ -206,7 +206,6 @@ def summarize_task(task: Task, history: list[dict[str, Any]]) -> dict[str, Any]:
             out["global_model_best_test_acc"] = g_best["global_test"]
             out["global_model_best_round"] = g_best["best_round"]
         return out
-    at = next(h for h in history if h["round"] == best["best_round"])
     last = history[-1]
     return {
         "test_auc": at.get("global_test_auc", best["test"]),
