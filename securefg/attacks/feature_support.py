@@ -62,6 +62,14 @@ def feature_presence(truth: GroundTruth, cid: str) -> torch.Tensor:
     return (torch.cat(xs) != 0).any(0) if xs else torch.zeros(task.num_features, dtype=torch.bool)
 
 
+def informative_features(truth: GroundTruth, presence: dict[str, torch.Tensor] | None = None) -> torch.Tensor:
+    """Boolean ``[d]``: features present at some clients and absent at others (the only ones
+    whose presence an attack can be scored on)."""
+    presence = presence or {cid: feature_presence(truth, cid) for cid in truth.clients}
+    stacked = torch.stack(list(presence.values()))
+    return stacked.any(0) & ~stacked.all(0)
+
+
 @register_attack
 class FeatureSupport(Attack):
     """Which input features occur in a client's data, from its first-layer update.
@@ -94,10 +102,7 @@ class FeatureSupport(Attack):
         return Support(True)
 
     def run(self, ctx: Any) -> AttackOutcome:
-        truth, _adv = ctx.truth, ctx.adversary
-        presence = {cid: feature_presence(truth, cid) for cid in truth.clients}
-        stacked = torch.stack(list(presence.values()))
-        informative = stacked.any(0) & ~stacked.all(0)
+        informative = informative_features(ctx.truth)
         if int(informative.sum()) < self.params["min_features"]:
             return blind_outcome(self.chance, f"only {int(informative.sum())} features occur at some clients and not "
                                  "at others (dense features): too few to decide about", informative_features=int(informative.sum()))
@@ -105,8 +110,7 @@ class FeatureSupport(Attack):
 
     def challenge(self, truth: GroundTruth, adv: AdversaryContext, generator: torch.Generator) -> Challenge:
         presence = {cid: feature_presence(truth, cid) for cid in truth.clients}
-        stacked = torch.stack(list(presence.values()))
-        informative = (stacked.any(0) & ~stacked.all(0)).nonzero().flatten().tolist()
+        informative = informative_features(truth, presence).nonzero().flatten().tolist()
         items, labels = [], []
         for cid in adv.targets:
             for i in informative:

@@ -110,13 +110,13 @@ class LabelInference(Attack):
         rounds = list(self.params["rounds"]) or src.rounds
         rounds = [r for r in rounds if src.reference(r) is not None]
         scores: dict[tuple[str, int], float] = {}
-        self._kinds: dict[str, str] = {}
+        self._kinds: set[str] = set()
         for cid in {c for c, _ in items}:
             acc: torch.Tensor | None = None
             used = 0
             for r in rounds:
                 delta, kind = src.estimate(r, cid, adv.run.clients)
-                self._kinds[cid] = kind
+                self._kinds.add(kind)
                 if delta is None:
                     continue
                 names = output_layer({k: v for k, v in delta.items() if k.startswith(prof.head)})
@@ -138,7 +138,7 @@ class LabelInference(Attack):
             best = max(mine)[1] if mine and len({s for s, _ in mine}) > 1 else -1
             hits.append(float(best == true_c))
         base = super().evaluate(Challenge(challenge.items, challenge.labels), scores)
-        kinds = sorted(set(getattr(self, "_kinds", {}).values()))
+        kinds = sorted(getattr(self, "_kinds", set()))
         note = ""
         if kinds == ["mean"]:
             note = "only the round's mean update was available: every client gets the same scores"

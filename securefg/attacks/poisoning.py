@@ -37,6 +37,7 @@ from securefg.attacks.base import (
 )
 from securefg.attacks.defences import derived_stack
 from securefg.attacks.malicious import malicious_method, malicious_uploads
+from securefg.attacks.metrics import mean_or_nan
 
 UPDATE_TAG = "fedavg/update"
 #: FedSGD methods whose client step is not a handler: the poisoned upload is intercepted instead.
@@ -63,7 +64,7 @@ def client_accuracy(parties: Any, honest: tuple[str, ...]) -> float:
         c = parties[cid].state.get("counts")
         if c is not None and float(c[3]) > 0:
             accs.append(float(c[2] / c[3]))
-    return sum(accs) / len(accs) if accs else float("nan")
+    return mean_or_nan(accs)
 
 
 def honest_accuracy(model: Any, truth: Any, honest: tuple[str, ...]) -> float:
@@ -85,8 +86,7 @@ def honest_accuracy(model: Any, truth: Any, honest: tuple[str, ...]) -> float:
             accs.append(evaluate_node(model, truth.task.clients[k].to(device))["test_acc"])
         else:
             accs.append(evaluate_graphs(model, truth.task.test[k], truth.task.num_classes, device)["acc"])
-    accs = [a for a in accs if not math.isnan(a)]
-    return sum(accs) / len(accs) if accs else float("nan")
+    return mean_or_nan(accs)
 
 
 def final_model(result: Any) -> Any:

@@ -17,7 +17,6 @@ sealed relay does) stops a *server* from swapping them, not a client from lying.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -30,6 +29,7 @@ from securefg.attacks.base import (
     register_attack,
 )
 from securefg.attacks.malicious import malicious_method
+from securefg.attacks.metrics import mean_or_nan
 from securefg.attacks.poisoning import final_model, honest_accuracy
 
 
@@ -98,6 +98,4 @@ class SpoofedGenerator(Attack):
 def _local(result: dict[str, Any], honest: tuple[str, ...], key: str) -> float:
     """Mean per-client ``key`` the clients measured on their own models (result.json's per_client)."""
     per = result.get("metrics", {}).get("per_client", {})
-    vals = [float(per[c][key]) for c in honest if c in per and per[c].get(key) is not None]
-    vals = [v for v in vals if not math.isnan(v)]
-    return sum(vals) / len(vals) if vals else float("nan")
+    return mean_or_nan([float(per[c][key]) for c in honest if c in per and per[c].get(key) is not None])
