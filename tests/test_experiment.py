@@ -36,7 +36,7 @@ def test_data_seed_fixes_split_and_partition_independently_of_the_run_seed(tmp_p
     assert torch.equal(parts[0], parts[1]) and torch.equal(parts[0], parts[2])
     masks = [torch.cat([c.train_mask for c in t.clients]) for t in (*fixed, own, other)]
     assert torch.equal(masks[0], masks[2])
-    assert not (torch.equal(parts[0], parts[3]) and torch.equal(masks[0], masks[3]))
+    assert not torch.equal(parts[0], parts[3]) and not torch.equal(masks[0], masks[3])
 
 
 def test_unknown_partition_is_a_config_error(tmp_path):

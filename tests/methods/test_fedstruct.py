@@ -215,5 +215,11 @@ def test_a_cached_node2vec_table_trains_exactly_like_a_fresh_one(tmp_path: Any, 
     monkeypatch.setenv("SECUREFG_CACHE", str(tmp_path))
     task = small_task(seed=6)
     _, fresh, _ = run(task, "plaintext", rounds=3, nsf="node2vec", node2vec_epochs=1)
+    assert len(list((tmp_path / "fedstruct").glob("node2vec_*.pt"))) == 1
+
+    def no_training(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the second run must read the cached table, not train Node2Vec again")
+
+    monkeypatch.setattr("securefg.methods.fedstruct.structure.train_node2vec", no_training)
     _, cached, _ = run(task, "plaintext", rounds=3, nsf="node2vec", node2vec_epochs=1)
     assert torch.equal(predictions(fresh), predictions(cached))
