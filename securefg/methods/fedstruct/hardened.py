@@ -127,7 +127,6 @@ def owner_backward(owner: Party, u: Tensor) -> dict[str, Tensor]:
 def run_round(fed: Federation, msgs: dict[str, dict[str, Tensor]], budget: int) -> dict[str, dict[str, Tensor]]:
     """Phases 1-3 for every client; returns each client's ``fedstruct/update`` input."""
     ex, pids = fed.exchange, fed.client_ids
-    num_labeled = int(next(iter(msgs.values()))["num_labeled"].item())
     for pid, msg in msgs.items():
         party = fed.parties[pid]
         load_parameters(party.state["model"], {k: v for k, v in msg.items() if k != "num_labeled"})
@@ -138,6 +137,7 @@ def run_round(fed: Federation, msgs: dict[str, dict[str, Tensor]], budget: int) 
         own = answers.pop(target)
         got = ex.peer_sum(TAG_NSE, target, answers) if answers else {k: torch.zeros_like(v) for k, v in own.items()}
         nse = {k: got[k].float() + own[k] for k in own}
+        num_labeled = int(msgs[target]["num_labeled"].item())  # from this client's own broadcast copy
         thetas[target], g_terms[target] = receiver_step(fed.parties[target], nse, num_labeled)
     updates: dict[str, dict[str, Tensor]] = {}
     for owner in pids:
