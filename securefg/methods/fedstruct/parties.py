@@ -82,11 +82,6 @@ def make_model(task: NodeTask, settings: FedStructSettings, seed: int, device: t
     return model.to(device)
 
 
-def parameters_of(model: torch.nn.Module, prefix: str = "") -> dict[str, Tensor]:
-    """Detached copies of the trainable parameters whose names start with ``prefix`` (θ on the wire)."""
-    return {k: p.detach().clone() for k, p in model.named_parameters() if k.startswith(prefix)}
-
-
 def load_parameters(model: torch.nn.Module, tensors: dict[str, Tensor]) -> None:
     """Overwrite parameters with received copies (only names present in ``tensors``)."""
     params = dict(model.named_parameters())
