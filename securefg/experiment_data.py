@@ -30,6 +30,7 @@ from typing import Any
 
 import torch
 from torch_geometric.data import Data
+from torch_geometric.utils import degree
 
 from securefg.data.graph_datasets import load_graph_dataset
 from securefg.data.node_datasets import load_node_dataset
@@ -153,20 +154,14 @@ def degree_features(graphs: list[Data], cap: int) -> list[Data]:
     out = []
     for g in graphs:
         n = int(g.num_nodes)
-        deg = torch.zeros(n, dtype=torch.long)
-        if g.edge_index.numel():
-            deg.index_add_(0, g.edge_index[0], torch.ones(g.edge_index.size(1), dtype=torch.long))
+        deg = degree(g.edge_index[0], n, dtype=torch.long)
         x = torch.nn.functional.one_hot(deg.clamp(max=cap), cap + 1).float()
         out.append(Data(x=x, edge_index=g.edge_index, y=g.y.view(-1)[:1], num_nodes=n))
     return out
 
 
 def max_degree(graphs: list[Data]) -> int:
-    m = 0
-    for g in graphs:
-        if g.edge_index.numel():
-            m = max(m, int(torch.bincount(g.edge_index[0], minlength=int(g.num_nodes)).max()))
-    return m
+    return max((int(degree(g.edge_index[0], int(g.num_nodes)).max()) for g in graphs if g.num_nodes), default=0)
 
 
 def _graph_task(cfg: Any) -> tuple[GraphTask, dict[str, Any]]:

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 
 import torch
 from torch_geometric.data import Data
+from torch_geometric.utils import degree
 
 from securefg.errors import ConfigError, InvalidInputError
 
@@ -35,10 +36,9 @@ MAX_TABLE_ENTRIES = 4_000_000
 def node_degrees(graph: Data) -> torch.Tensor:
     """Undirected degree of every node (edges are stored in both directions)."""
     n = int(graph.num_nodes)
-    deg = torch.zeros(n, dtype=torch.long)
-    if graph.edge_index is not None and graph.edge_index.numel():
-        deg.index_add_(0, graph.edge_index[0], torch.ones(graph.edge_index.size(1), dtype=torch.long))
-    return deg
+    if graph.edge_index is None:
+        return torch.zeros(n, dtype=torch.long)
+    return degree(graph.edge_index[0], n, dtype=torch.long)
 
 
 def feature_categories(graph: Data) -> torch.Tensor:
