@@ -16,6 +16,7 @@ import torch
 
 from securefg.audit.threat_model import ThreatModel
 from securefg.data.synthetic import make_csbm
+from securefg.device import seed_everything
 from securefg.federation.federation import Federation
 from securefg.federation.runner import RoundRunner
 from securefg.methods.base import MethodConfig, method_class
@@ -57,7 +58,12 @@ def make_node_task(seed: int = SEED, clients: int = 4, own_share: float = 0.6) -
 def run_method(task: Any, method: str, stack: str, *, rounds: int, keep: Any = True, seed: int = SEED,
                hidden: int = 32, options: dict[str, Any] | None = None, lr: float = 0.01,
                weight_decay: float = 1e-6, local_epochs: int = 1) -> dict[str, Any]:
-    """Run ``method`` on ``task`` under ``stack`` (name, path or stack); a result dict the harness reads."""
+    """Run ``method`` on ``task`` under ``stack`` (name, path or stack); a result dict the harness reads.
+
+    Seeded like ``securefg run`` (global RNGs included), so an audit's reruns differ from the
+    audited run only by what the attack changes.
+    """
+    seed_everything(seed)
     cfg = MethodConfig(rounds=rounds, train=TrainConfig(lr=lr, weight_decay=weight_decay, local_epochs=local_epochs),
                        seed=seed, hidden=hidden, options=dict(options or {}))
     m = method_class(method)(task, cfg)

@@ -131,5 +131,7 @@ def test_spoofed_nsf_rows_reach_honest_receivers_and_the_damage_is_measured(node
     out = play(tm, rerun(), node_task, rerun=rerun, workdir=tmp_path)["crafted_nsf"]
     assert out.status == "ran", out.reason
     d = out.outcome.details
-    assert 0.0 <= d["crafted_accuracy"] <= 1.0 and 0.0 <= d["clean_accuracy"] <= 1.0
+    # the metric is the honest clients' clean minus crafted accuracy; on this small graph it is
+    # within rerun noise (observed -0.11..+0.03), so only its definition is asserted here
+    assert out.outcome.value == pytest.approx(d["clean_accuracy"] - d["crafted_accuracy"])
     assert d["defences"][0]["implemented"] is False  # the report must not claim a defence that is not there
