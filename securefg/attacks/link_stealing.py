@@ -75,6 +75,32 @@ def sample_pairs(edges: torch.Tensor, nodes: torch.Tensor, n_pos: int, generator
     return e, negt
 
 
+def target_pair_challenge(truth: GroundTruth, targets: Any, n_pairs: int, generator: torch.Generator) -> Challenge:
+    """Edges and sampled non-edges among the target clients' nodes; ``info["_cross"]`` marks the
+    pairs whose ends belong to different clients."""
+    owner: dict[int, str] = {}
+    nodes = []
+    for cid in targets:
+        gid = truth.task.clients[truth.index(cid)].global_id
+        nodes.append(gid)
+        owner.update({int(g): cid for g in gid})
+    pos, neg = sample_pairs(truth.task.full_graph.edge_index, torch.cat(nodes), n_pairs, generator)
+    pairs = torch.cat([pos, neg], 1)
+    labels = torch.cat([torch.ones(pos.size(1)), torch.zeros(neg.size(1))])
+    cross = torch.tensor([owner[int(u)] != owner[int(v)] for u, v in pairs.t().tolist()], dtype=torch.bool)
+    return Challenge(pairs, labels, info={"_cross": cross})
+
+
+def cross_intra_auc(labels: torch.Tensor, scores: torch.Tensor, cross: torch.Tensor) -> dict[str, float]:
+    """AUC of cross-client edges and of intra-client edges, each against all non-edges
+    (``roc_auc`` gives NaN when a side has no edge)."""
+    neg = labels == 0
+    return {
+        "cross_client_auc": roc_auc(labels[cross | neg], scores[cross | neg]),
+        "intra_client_auc": roc_auc(labels[~cross | neg], scores[~cross | neg]),
+    }
+
+
 @register_attack
 class LinkStealing(Attack):
     """Infer edges between target nodes from the similarity of a held model's posteriors.
@@ -106,19 +132,7 @@ class LinkStealing(Attack):
         return Support(True)
 
     def challenge(self, truth: GroundTruth, adv: AdversaryContext, generator: torch.Generator) -> Challenge:
-        task = truth.task
-        owner = {}
-        nodes = []
-        for cid in adv.targets:
-            gid = task.clients[truth.index(cid)].global_id
-            nodes.append(gid)
-            owner.update({int(g): cid for g in gid})
-        allnodes = torch.cat(nodes)
-        pos, neg = sample_pairs(task.full_graph.edge_index, allnodes, int(self.params["pairs"]), generator)
-        pairs = torch.cat([pos, neg], 1)
-        labels = torch.cat([torch.ones(pos.size(1)), torch.zeros(neg.size(1))])
-        cross = torch.tensor([owner[int(u)] != owner[int(v)] for u, v in pairs.t().tolist()], dtype=torch.bool)
-        return Challenge(pairs, labels, info={"_cross": cross})
+        return target_pair_challenge(truth, adv.targets, int(self.params["pairs"]), generator)
 
     def attack(self, adv: AdversaryContext, items: Any) -> torch.Tensor:
         pairs: torch.Tensor = items
@@ -186,13 +200,11 @@ class LinkStealing(Attack):
             x[gid] = feats.double()
         prior = pair_similarity(x, challenge.items, "cosine")
         prior_auc = roc_auc(y, prior)
-        neg = y == 0
         details = {
             **base.details,
             "prior_auc": prior_auc,
             "advantage": base.value - prior_auc,
-            "cross_client_auc": roc_auc(y[cross | neg], scores[cross | neg]) if bool((cross & (y == 1)).any()) else float("nan"),
-            "intra_client_auc": roc_auc(y[~cross | neg], scores[~cross | neg]) if bool((~cross & (y == 1)).any()) else float("nan"),
+            **cross_intra_auc(y, scores, cross),
             "model": sorted(self._used),
         }
         note = ""

@@ -41,8 +41,7 @@ from securefg.attacks.base import (
     register_attack,
 )
 from securefg.attacks.fedstruct_model import MODEL_TAG
-from securefg.attacks.link_stealing import pair_similarity, sample_pairs
-from securefg.attacks.metrics import roc_auc
+from securefg.attacks.link_stealing import cross_intra_auc, pair_similarity, target_pair_challenge
 
 GRAD_KEY = "nsf_grad"
 
@@ -123,16 +122,7 @@ class NSFLinkInference(Attack):
         return "none"
 
     def challenge(self, truth: GroundTruth, adv: AdversaryContext, generator: torch.Generator) -> Challenge:
-        owner: dict[int, str] = {}
-        nodes = []
-        for cid in adv.targets:
-            gid = truth.task.clients[truth.index(cid)].global_id
-            nodes.append(gid)
-            owner.update({int(g): cid for g in gid})
-        pos, neg = sample_pairs(truth.task.full_graph.edge_index, torch.cat(nodes), int(self.params["pairs"]), generator)
-        pairs = torch.cat([pos, neg], 1)
-        cross = torch.tensor([owner[int(u)] != owner[int(v)] for u, v in pairs.t().tolist()], dtype=torch.bool)
-        return Challenge(pairs, torch.cat([torch.ones(pos.size(1)), torch.zeros(neg.size(1))]), info={"_cross": cross})
+        return target_pair_challenge(truth, adv.targets, int(self.params["pairs"]), generator)
 
     def attack(self, adv: AdversaryContext, items: Any) -> torch.Tensor:
         self._used = self._source(adv)
@@ -147,10 +137,5 @@ class NSFLinkInference(Attack):
     def evaluate(self, challenge: Challenge, scores: torch.Tensor) -> AttackOutcome:
         cross, y = challenge.info["_cross"], challenge.labels
         base = super().evaluate(Challenge(challenge.items, y), scores)
-        neg = y == 0
-        details = {
-            **base.details, "source": self._used, "rounds_used": self._rounds,
-            "cross_client_auc": roc_auc(y[cross | neg], scores[cross | neg]) if bool((cross & (y == 1)).any()) else float("nan"),
-            "intra_client_auc": roc_auc(y[~cross | neg], scores[~cross | neg]) if bool((~cross & (y == 1)).any()) else float("nan"),
-        }
+        details = {**base.details, "source": self._used, "rounds_used": self._rounds, **cross_intra_auc(y, scores, cross)}
         return AttackOutcome(base.value, self.chance, details, base.roc)
