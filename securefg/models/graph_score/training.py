@@ -40,6 +40,18 @@ class FitResult:
         return self.seconds / max(len(self.losses), 1)
 
 
+def size_bucketed_batches(sizes: torch.Tensor, batch_size: int, generator: torch.Generator) -> list[torch.Tensor]:
+    """One epoch of mini-batches of similar-size graphs, in random order.
+
+    Graphs are shuffled, stably sorted by size (so ties fall in random order), cut into
+    consecutive batches, and the batches are shuffled. Every graph appears exactly once.
+    """
+    perm = torch.randperm(sizes.numel(), generator=generator)
+    ordered = perm[torch.argsort(sizes[perm], stable=True)]
+    batches = list(ordered.split(batch_size))
+    return [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
+
+
 def train_score_network(
     score_net: nn.Module,
     adj: torch.Tensor,
@@ -58,7 +70,9 @@ def train_score_network(
     """Train ``score_net`` in place on a dense batch; all tensors on the net's device.
 
     Every step draws one noise level per graph (see :func:`dsm_loss`) and trims the padding to
-    the largest graph of the mini-batch, so small graphs are cheap.
+    the largest graph of the mini-batch. Mini-batches hold graphs of similar size
+    (:func:`size_bucketed_batches`), so a step costs about the sum of its graphs' squared
+    sizes rather than batch size times the largest squared size.
 
     Args:
         score_net (nn.Module): The network to train.
@@ -90,10 +104,11 @@ def train_score_network(
     start = time.perf_counter()
     score_net.train()
     num_graphs, device = adj.shape[0], adj.device
+    sizes = flags.sum(dim=1).cpu()
     for epoch in range(epochs):
-        order = torch.randperm(num_graphs, generator=generator).to(device)
         total = 0.0
-        for chunk in order.split(batch_size):
+        for chunk in size_bucketed_batches(sizes, batch_size, generator):
+            chunk = chunk.to(device)
             n = int(flags[chunk].sum(dim=1).max())
             levels = torch.randint(sigmas.numel(), (chunk.numel(),), generator=generator).to(device)
             loss = dsm_loss(

@@ -115,3 +115,19 @@ def test_fit_rejects_labels_for_an_unconditional_model() -> None:
 def test_fit_rejects_labels_out_of_range() -> None:
     with pytest.raises(InvalidInputError, match=r"labels must lie in \[0, 2\)"):
         GraphDiffusionModel(num_classes=2, max_node_num=8, init_seed=0).fit([cycle(5)], [2], epochs=1)
+
+
+def test_size_bucketed_batches_cover_every_graph_once_with_similar_sizes() -> None:
+    from securefg.models.graph_score.training import size_bucketed_batches
+
+    sizes = torch.randint(5, 80, (103,), generator=torch.Generator().manual_seed(3))
+    gen = torch.Generator().manual_seed(0)
+    batches = size_bucketed_batches(sizes, 16, gen)
+    assert sorted(torch.cat(batches).tolist()) == list(range(103))
+    assert [b.numel() for b in batches].count(16) == 6
+    # Batches are contiguous in size order: no two batches' size ranges overlap strictly.
+    spans = sorted((int(sizes[b].min()), int(sizes[b].max())) for b in batches)
+    assert all(hi <= lo for (_, hi), (lo, _) in zip(spans, spans[1:]))
+    # ... and come in random order, different across epochs.
+    again = size_bucketed_batches(sizes, 16, gen)
+    assert [b.tolist() for b in again] != [b.tolist() for b in batches]
