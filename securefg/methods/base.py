@@ -78,7 +78,7 @@ class Method(abc.ABC):
             )
         self.task = task
         self.config = config
-        self.options = {**self.option_defaults, **config.options}
+        self.options = {**self.option_defaults, **{k: _as_type_of(self.option_defaults[k], k, v) for k, v in config.options.items()}}
         self.generator = torch.Generator().manual_seed(config.seed)
 
     # ------------------------------------------------------------------ to implement
@@ -182,3 +182,16 @@ def available_methods() -> list[str]:
     import securefg.methods.catalog  # noqa: F401
 
     return sorted(_METHODS)
+
+
+def _as_type_of(default: Any, name: str, value: Any) -> Any:
+    """``value`` as the type of the option's default when that is a bool: ``bool("false")`` is
+    True, so a flag given as text (Python API, TOML) must be parsed, not cast."""
+    if not isinstance(default, bool) or isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes", "on"):
+        return True
+    if text in ("false", "0", "no", "off"):
+        return False
+    raise ConfigError(f"option {name!r} is a flag; got {value!r} (use true or false)")

@@ -208,3 +208,14 @@ def test_cli_contract_for_cefgc(tmp_path) -> None:
         assert key in saved, key
     assert saved["rounds"] == 1 and saved["communication_rounds"] == 3  # one-shot: --rounds is ignored
     assert saved["paper_rounds"]["paper_rounds"] == 3 and res["metrics"]["test_auc"] == saved["metrics"]["test_auc"]
+
+
+def test_flag_options_given_as_text_are_parsed_not_cast() -> None:
+    from securefg.methods.base import _as_type_of
+
+    assert _as_type_of(True, "tune_sampling", "false") is False
+    assert _as_type_of(False, "tune_sampling", "True") is True
+    assert _as_type_of(True, "tune_sampling", 0) is False
+    assert _as_type_of(40, "max_nodes", "40") == "40"  # only flags are parsed here
+    with pytest.raises(ConfigError, match="tune_sampling"):
+        _as_type_of(True, "tune_sampling", "maybe")
