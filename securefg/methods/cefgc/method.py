@@ -108,8 +108,8 @@ class CeFGC(Method):
             (defaults: graph_score's MUTAG-tuned ``0.1`` and ``0.9``).
         tune_sampling (bool): Sender picks its step ratio (x0.5, x1, x2) by MMD against its
             own graphs, as EDP-GNN does; costs 3 extra samplings of ``tune_samples`` graphs
-            per model. Off by default: on PROTEINS (seeds 0-3) it changed the global AUC by
-            +0.021, +0.009, -0.014, -0.031, i.e. no gain beyond noise. (default: ``False``)
+            per model. Off by default: on PROTEINS it changed the global AUC by
+            +0.021, +0.009, -0.014, -0.031, -0.031 (seeds 0-4; mean -0.010). (default: ``False``)
         synthetic_ratio (float): Synthetic graphs per local training graph. (default: ``1.0``)
         gnn_epochs (int): Max local GIN epochs (paper: 500). (default: ``500``)
         gnn_patience (int): Stop after this many epochs without loss decrease. (default: ``30``)
