@@ -52,6 +52,8 @@ class FedAvg(Method):
     default_stack = "fedavg_secure_sum"
     TAGS = {TAG_MODEL: ExchangeKind.BROADCAST, TAG_UPDATE: ExchangeKind.AGGREGATE, TAG_METRICS: ExchangeKind.AGGREGATE}
     option_defaults = {"weighting": "uniform"}
+    #: Clients run their own optimiser (FedAvg/FedProx); FedSGD's clients only send gradients.
+    clients_take_steps: bool = True
 
     def __init__(self, task: Task, config: MethodConfig) -> None:
         super().__init__(task, config)
@@ -66,7 +68,8 @@ class FedAvg(Method):
         for k, client in enumerate(fed.clients):
             client.state["data"] = self._client_data(k)
             client.state["model"] = self.make_model()
-            client.state["optimizer"] = self.optimizer_for(client.state["model"])
+            if self.clients_take_steps:
+                client.state["optimizer"] = self.optimizer_for(client.state["model"])
 
     def _client_data(self, k: int) -> Any:
         dev = self.config.device

@@ -45,6 +45,8 @@ class FedSGD(FedAvg):
     tasks = frozenset({"node"})
     option_defaults: ClassVar[dict[str, Any]] = {"weighting": "size", "backbone": "sage", "layers": 3, "dropout": 0.5}
 
+    clients_take_steps = False  # the server takes the one Adam step per round
+
     @staticmethod
     def train_defaults(task: Task) -> TrainConfig:
         """Server Adam, lr 0.01, weight decay 5e-4 (the FL GNN reference trainer's choices)."""
@@ -70,8 +72,6 @@ class FedSGD(FedAvg):
     def setup(self, fed: Federation) -> None:
         super().setup(fed)
         fed.server.state["optimizer"] = self.optimizer_for(fed.server.state["model"])
-        for client in fed.clients:
-            del client.state["optimizer"]  # clients take no step of their own
 
     def aggregate_train(self, server: Party, mean_gradient: dict[str, torch.Tensor]) -> None:
         """One server Adam step along the (weighted) mean client gradient."""
