@@ -19,6 +19,11 @@ clients' inputs are scaled or sign-flipped between their honest computation and 
 (:func:`~securefg.attacks.malicious.malicious_uploads`); the damage is the honest clients'
 last-round test accuracy as they score the received θ with their own Ā rows and S, and the
 automatic bound is :data:`GRADIENT_CLIP` (see there).
+
+CeFGC (all four variants) uploads trained GIN *weights* once, to ``cefgc/weights``: a malicious
+client sends :math:`W_0 + f\,(W - W_0)` (its update from the broadcast initialisation, scaled or
+flipped). ``clip_norm`` is reported as not composable there (a norm bound on full weights bounds
+the model, not the update); ``trimmed_mean`` composes only with a plaintext aggregate.
 """
 
 from __future__ import annotations
@@ -49,6 +54,8 @@ GRADIENT_UPLOADS = {"fedstruct": "fedstruct/update"}
 #: clients, 30 rounds: clean accuracy 0.81 -> 0.67, sign-flip x10 damage 0.64 -> 0.03). Set
 #: ``clip`` near the honest per-client norm to trade less accuracy for a weaker bound.
 GRADIENT_CLIP = 1e-3
+#: One-shot methods that upload full trained weights (not updates) to a secure aggregate.
+WEIGHT_UPLOADS = "cefgc/weights"
 
 
 def client_accuracy(parties: Any, honest: tuple[str, ...]) -> float:
@@ -118,8 +125,10 @@ class UpdatePoisoning(Attack):
     def supports(self, ctx: AdversaryContext) -> Support:
         from securefg.methods.base import method_class
 
-        if UPDATE_TAG not in method_class(ctx.run.method).TAGS and ctx.run.method not in GRADIENT_UPLOADS:
-            return Support(False, f"needs a method that aggregates {UPDATE_TAG!r} (FedAvg, FedProx) or FedStruct's gradients")
+        tags = method_class(ctx.run.method).TAGS
+        if UPDATE_TAG not in tags and WEIGHT_UPLOADS not in tags and ctx.run.method not in GRADIENT_UPLOADS:
+            return Support(False, f"needs a method that aggregates {UPDATE_TAG!r} (FedAvg, FedProx), "
+                                  f"{WEIGHT_UPLOADS!r} (CeFGC) or FedStruct's gradients")
         if not ctx.view.clients or not ctx.targets:
             return Support(False, "needs malicious clients and honest ones")
         if self.params["behaviour"] not in ("scale", "sign_flip"):
@@ -136,9 +145,20 @@ class UpdatePoisoning(Attack):
             update, weight = honest(method, client, global_state)
             return {k: v * f for k, v in update.items()}, weight
 
+        def poison_weights(honest: Any, method: Any, client: Any, blobs: Any, w0: Any) -> Any:
+            trained = honest(method, client, blobs, w0)
+            return {k: w0[k] + f * (v - w0[k]) for k, v in trained.items()}
+
+        from securefg.methods.base import method_class
+
         label = f"{self.params['behaviour']}{self.params['factor']:g}@{'+'.join(c.split('/')[1] for c in adv.view.clients)}"
-        self._tag = GRADIENT_UPLOADS.get(adv.run.method, UPDATE_TAG)
-        if adv.run.method in GRADIENT_UPLOADS:
+        one_shot = WEIGHT_UPLOADS in method_class(adv.run.method).TAGS
+        self._tag = WEIGHT_UPLOADS if one_shot else GRADIENT_UPLOADS.get(adv.run.method, UPDATE_TAG)
+        if one_shot:
+            variant = malicious_method(adv.run.method, label, adv.view.clients, {"handle_bundle": poison_weights})
+            self._score = lambda result: honest_accuracy(final_model(result), ctx.truth, adv.targets)
+            clean = honest_accuracy(ctx.truth.parties["server"].state.get("model"), ctx.truth, adv.targets)
+        elif adv.run.method in GRADIENT_UPLOADS:
             variant = malicious_uploads(adv.run.method, label, adv.view.clients, self._tag,
                                         lambda x: {k: v * f for k, v in dict(x).items()})
             self._score = lambda result: client_accuracy(result["_federation"].parties, adv.targets)
@@ -165,6 +185,10 @@ class UpdatePoisoning(Attack):
         binding = ctx.stack.binding_for(tag)
         from securefg.protocol.mechanism import mechanism_class
 
+        if defence == "clip_norm" and tag == WEIGHT_UPLOADS:
+            return {"defence": defence, "composable": False,
+                    "reason": f"{tag!r} carries full trained weights, not updates: a norm bound there bounds "
+                              "the model itself, not a client's influence"}
         if defence == "clip_norm":
             clip = float(self.params["clip"]) or (GRADIENT_CLIP if tag != UPDATE_TAG else self._auto_clip(ctx))
             path = derived_stack(ctx.stack, tag, label="clip_norm", out_dir=ctx.workdir,

@@ -134,3 +134,33 @@ def test_the_ledger_shows_clients_opening_sealed_generators_the_server_only_forw
     assert model.opened_by == ("client/0", "client/1", "client/2")
     assert "server" in model.protected["sealed"]
     assert rows["cefgc/weights"].clear_readers == () and "server" in rows["cefgc/weights"].protected["masked"]
+
+
+def test_a_sign_flipping_client_poisons_cefgc_weights_and_only_trimmed_mean_over_plaintext_defends(
+        graph_task, cache, tmp_path):
+    opts = {**FAST, "generator_cache": cache, "gnn_epochs": 150, "gnn_patience": 0}  # a clean GIN worth damaging
+
+    def rerun(stack: str) -> Any:
+        def go(method: str | None = None, protocol: str | None = None) -> dict[str, Any]:
+            return run_method(graph_task, method or "cefgc", protocol or stack, rounds=1, lr=1e-3, weight_decay=5e-4,
+                              keep=False, options=opts)
+        return go
+
+    tm = threat(["client/0"], {"update_poisoning": {"behaviour": "sign_flip", "factor": 10.0,
+                                                    "defences": ["clip_norm", "trimmed_mean"], "trim": 0.34}},
+                behaviour="malicious")
+    results = {}
+    for stack in ("plaintext", "cefgc"):
+        truth = run_method(graph_task, "cefgc", stack, rounds=1, lr=1e-3, weight_decay=5e-4, options=opts)
+        results[stack] = play(tm, truth, graph_task, rerun=rerun(stack), workdir=tmp_path)["update_poisoning"]
+    plain, sealed = results["plaintext"], results["cefgc"]
+    assert plain.status == "ran" and sealed.status == "ran", (plain.reason, sealed.reason)
+    for r in (plain, sealed):  # SecAgg+ hides the flipped weights as well as any others
+        assert r.outcome.details["clean_accuracy"] >= 0.75, r.outcome.details
+        assert r.outcome.value >= 0.2, r.outcome.details
+    pd = {d["defence"]: d for d in plain.outcome.details["defences"]}
+    sd = {d["defence"]: d for d in sealed.outcome.details["defences"]}
+    assert not pd["clip_norm"]["composable"] and "full trained weights" in pd["clip_norm"]["reason"]
+    assert not sd["trimmed_mean"]["composable"] and "hides individual" in sd["trimmed_mean"]["reason"]
+    assert pd["trimmed_mean"]["composable"]
+    assert pd["trimmed_mean"]["accuracy_drop"] < plain.outcome.value / 2, pd["trimmed_mean"]
