@@ -112,6 +112,31 @@ def train_graph_epochs(
     return last
 
 
+def train_graphs_until_stall(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    graphs: Sequence[Data],
+    *,
+    max_epochs: int,
+    patience: int,
+    batch_size: int,
+    device: torch.device,
+    generator: torch.Generator | None = None,
+) -> int:
+    """Train up to ``max_epochs``; stop after ``patience`` epochs without a training-loss
+    decrease (CeFGC's rule; ``patience = 0`` trains every epoch). Returns the epochs run."""
+    best, since, epoch = float("inf"), 0, 0
+    for epoch in range(1, max_epochs + 1):
+        loss = train_graph_epochs(model, optimizer, graphs, epochs=1, batch_size=batch_size, device=device, generator=generator)
+        if loss < best:
+            best, since = loss, 0
+        else:
+            since += 1
+            if patience and since >= patience:
+                break
+    return epoch
+
+
 @torch.no_grad()
 def predict_graphs(model: nn.Module, graphs: Sequence[Data], device: torch.device, batch_size: int = 256) -> tuple[torch.Tensor, torch.Tensor]:
     """Logits and labels for a list of graphs."""

@@ -82,7 +82,7 @@ from securefg.methods.cefgc.package import (
 from securefg.methods.cefgc.pairing import mix_plan, nearest_partners
 from securefg.methods.fedavg import measure_clients
 from securefg.methods.tasks import GraphTask
-from securefg.methods.training import evaluate_graphs, load_state, state_of, train_graph_epochs
+from securefg.methods.training import evaluate_graphs, load_state, state_of, train_graphs_until_stall
 from securefg.models.graph_score import DEFAULT_SIGMAS, EDPScoreConfig, GraphDiffusionModel, LangevinParams
 from securefg.protocol.mechanism import ExchangeKind
 
@@ -273,20 +273,10 @@ class CeFGC(Method):
 
     def _train_gnn(self, model: torch.nn.Module, graphs: list[Any], *, seed: int) -> int:
         """Up to ``gnn_epochs`` epochs; stop after ``gnn_patience`` without a loss decrease (paper)."""
-        opt = self.optimizer_for(model)
-        gen = torch.Generator().manual_seed(seed)
-        best, since, patience = float("inf"), 0, int(self.options["gnn_patience"])
-        epoch = 0
-        for epoch in range(1, int(self.options["gnn_epochs"]) + 1):
-            loss = train_graph_epochs(model, opt, graphs, epochs=1, batch_size=self.config.train.batch_size,
-                                      device=self.config.device, generator=gen)
-            if loss < best:
-                best, since = loss, 0
-            else:
-                since += 1
-                if patience and since >= patience:
-                    break
-        return epoch
+        return train_graphs_until_stall(
+            model, self.optimizer_for(model), graphs, max_epochs=int(self.options["gnn_epochs"]),
+            patience=int(self.options["gnn_patience"]), batch_size=self.config.train.batch_size,
+            device=self.config.device, generator=torch.Generator().manual_seed(seed))
 
     # ------------------------------------------------------------- the protocol
     def run_round(self, fed: Federation, r: int) -> dict[str, float]:
