@@ -31,7 +31,7 @@ from securefg.attacks.base import (
     Support,
     register_attack,
 )
-from securefg.attacks.malicious import malicious_uploads
+from securefg.attacks.malicious import malicious_uploads, variant_label
 from securefg.attacks.poisoning import client_accuracy
 from securefg.federation.codec import decode_tensors, encode_tensors
 
@@ -89,7 +89,7 @@ class CraftedNSF(Attack):
         def craft(blob: bytes) -> bytes:
             return crafted_item(blob, behaviour=behaviour, factor=factor, num_nodes=n, seed=ctx.seed + 17)
 
-        label = f"nsf_{behaviour}{factor:g}@{'+'.join(c.split('/')[1] for c in adv.view.clients)}"
+        label = variant_label(f"nsf_{behaviour}{factor:g}", adv.view.clients)
         variant = malicious_uploads(adv.run.method, label, adv.view.clients, NSF_TAG, craft, op="relay")
         clean = client_accuracy(ctx.truth.parties, adv.targets)
         attacked = client_accuracy(ctx.rerun(method=variant)["_federation"].parties, adv.targets)

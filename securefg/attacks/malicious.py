@@ -16,6 +16,11 @@ from typing import Any
 from securefg.methods.base import Method, method_class, register_method
 
 
+def variant_label(behaviour: str, members: Iterable[str]) -> str:
+    """``"<behaviour>@<client numbers>"``, e.g. ``"sign_flip10@0+2"``: names a malicious variant."""
+    return f"{behaviour}@{'+'.join(c.split('/')[1] for c in members)}"
+
+
 def malicious_method(base: str, label: str, members: Iterable[str], overrides: dict[str, Callable[..., Any]]) -> str:
     """Register ``base`` with ``overrides`` applied for ``members``; return the new method name.
 
@@ -88,4 +93,4 @@ def malicious_uploads(base: str, label: str, members: Iterable[str], tag: str,
     return str(cls.name)
 
 
-__all__ = ["malicious_method", "malicious_uploads"]
+__all__ = ["malicious_method", "malicious_uploads", "variant_label"]

@@ -41,7 +41,7 @@ from securefg.attacks.base import (
     register_attack,
 )
 from securefg.attacks.defences import derived_stack
-from securefg.attacks.malicious import malicious_method, malicious_uploads
+from securefg.attacks.malicious import malicious_method, malicious_uploads, variant_label
 from securefg.attacks.metrics import mean_or_nan
 
 UPDATE_TAG = "fedavg/update"
@@ -151,20 +151,17 @@ class UpdatePoisoning(Attack):
 
         from securefg.methods.base import method_class
 
-        label = f"{self.params['behaviour']}{self.params['factor']:g}@{'+'.join(c.split('/')[1] for c in adv.view.clients)}"
+        label = variant_label(f"{self.params['behaviour']}{self.params['factor']:g}", adv.view.clients)
         one_shot = WEIGHT_UPLOADS in method_class(adv.run.method).TAGS
         self._tag = WEIGHT_UPLOADS if one_shot else GRADIENT_UPLOADS.get(adv.run.method, UPDATE_TAG)
-        if one_shot:
-            variant = malicious_method(adv.run.method, label, adv.view.clients, {"handle_bundle": poison_weights})
-            self._score = lambda result: honest_accuracy(final_model(result), ctx.truth, adv.targets)
-            clean = honest_accuracy(ctx.truth.parties["server"].state.get("model"), ctx.truth, adv.targets)
-        elif adv.run.method in GRADIENT_UPLOADS:
+        if adv.run.method in GRADIENT_UPLOADS:
             variant = malicious_uploads(adv.run.method, label, adv.view.clients, self._tag,
                                         lambda x: {k: v * f for k, v in dict(x).items()})
             self._score = lambda result: client_accuracy(result["_federation"].parties, adv.targets)
             clean = client_accuracy(ctx.truth.parties, adv.targets)
         else:
-            variant = malicious_method(adv.run.method, label, adv.view.clients, {"handle_train": poison})
+            handler = {"handle_bundle": poison_weights} if one_shot else {"handle_train": poison}
+            variant = malicious_method(adv.run.method, label, adv.view.clients, handler)
             self._score = lambda result: honest_accuracy(final_model(result), ctx.truth, adv.targets)
             clean = honest_accuracy(ctx.truth.parties["server"].state.get("model"), ctx.truth, adv.targets)
         attacked = self._score(ctx.rerun(method=variant))

@@ -28,7 +28,7 @@ from securefg.attacks.base import (
     Support,
     register_attack,
 )
-from securefg.attacks.malicious import malicious_method
+from securefg.attacks.malicious import malicious_method, variant_label
 from securefg.attacks.metrics import mean_or_nan
 from securefg.attacks.poisoning import final_model, honest_accuracy
 
@@ -81,7 +81,7 @@ class SpoofedGenerator(Attack):
             client.state["generators"] = relabelled
             return honest(method, client)
 
-        label = f"spoof{shift}@{'+'.join(c.split('/')[1] for c in adv.view.clients)}"
+        label = variant_label(f"spoof{shift}", adv.view.clients)
         variant = malicious_method(adv.run.method, label, adv.view.clients, {"handle_package": spoof})
         key = str(self.params["score"])
         rerun = ctx.rerun(method=variant)

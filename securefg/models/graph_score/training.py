@@ -107,9 +107,9 @@ def train_score_network(
     sizes = flags.sum(dim=1).cpu()
     for epoch in range(epochs):
         total = 0.0
-        for chunk in size_bucketed_batches(sizes, batch_size, generator):
-            chunk = chunk.to(device)
-            n = int(flags[chunk].sum(dim=1).max())
+        for chunk_cpu in size_bucketed_batches(sizes, batch_size, generator):
+            n = int(sizes[chunk_cpu].max())
+            chunk = chunk_cpu.to(device)
             levels = torch.randint(sigmas.numel(), (chunk.numel(),), generator=generator).to(device)
             loss = dsm_loss(
                 score_net,
