@@ -109,7 +109,8 @@ class CeFGC(Method):
         tune_sampling (bool): Sender picks its step ratio (x0.5, x1, x2) by MMD against its
             own graphs, as EDP-GNN does; costs 3 extra samplings of ``tune_samples`` graphs
             per model. Off by default: on PROTEINS it changed the global AUC by
-            +0.021, +0.009, -0.014, -0.031, -0.031 (seeds 0-4; mean -0.010). (default: ``False``)
+            -0.001, +0.006, +0.028, +0.007, -0.015 (seeds 0-4; mean +0.005), within noise, for
+            about 35 s more per client. (default: ``False``)
         synthetic_ratio (float): Synthetic graphs per local training graph. (default: ``1.0``)
         gnn_epochs (int): Max local GIN epochs (paper: 500). (default: ``500``)
         gnn_patience (int): Stop after this many epochs without loss decrease. (default: ``30``)
