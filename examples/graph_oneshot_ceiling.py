@@ -78,7 +78,7 @@ def main() -> None:
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     rows = []
-    print(f"{args.dataset}, {args.clients} clients: global-test ROC-AUC")
+    print(f"{args.dataset}, {args.clients} clients per dataset: global-test ROC-AUC")
     print("seed  central  one-shot  local")
     for s in args.seeds:
         r = one_seed(args.dataset, args.clients, s, args.data_root)
