@@ -32,7 +32,6 @@ active unit), which needs the gradient's magnitude; an Adam update hides it.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -40,16 +39,14 @@ import torch
 
 from securefg.attacks.base import (
     AdversaryContext,
-    Attack,
     AttackOutcome,
     Challenge,
     GroundTruth,
-    Support,
     blind_outcome,
     register_attack,
 )
-from securefg.attacks.metrics import stratified_auc
-from securefg.attacks.updates import UpdateSource, input_layer, profile_for, round_payloads
+from securefg.attacks.update_probe import UpdateProbe
+from securefg.attacks.updates import UpdateProfile, input_layer
 
 
 def feature_presence(truth: GroundTruth, cid: str) -> torch.Tensor:
@@ -71,7 +68,7 @@ def informative_features(truth: GroundTruth, presence: dict[str, torch.Tensor] |
 
 
 @register_attack
-class FeatureSupport(Attack):
+class FeatureSupport(UpdateProbe):
     """Which input features occur in a client's data, from its first-layer update.
 
     Args:
@@ -84,23 +81,6 @@ class FeatureSupport(Attack):
     metric = "auc"
     metric_doc = "per-feature ROC-AUC across clients (mean): which clients' data contain the feature"
     defaults: ClassVar[Mapping[str, Any]] = {"rounds": [0], "min_features": 5}
-    payload_tags = ("fedavg/model", "fedavg/update", "cefgc/init", "cefgc/weights", "fedstruct/model", "fedstruct/update")
-
-    @classmethod
-    def payloads(cls, params: Mapping[str, Any], options: Mapping[str, Any]) -> tuple[str, ...]:
-        """Only the probed rounds' broadcasts and uploads (FedStruct's carry ∇S: megabytes each)."""
-        return round_payloads(list(params["rounds"]))
-
-    def supports(self, ctx: AdversaryContext) -> Support:
-        prof = profile_for(ctx.view.tags())
-        if prof is None:
-            return Support(False, "no model-averaging update in the adversary's view")
-        if not ctx.targets:
-            return Support(False, "every client is in the adversary: no target")
-        if ctx.view.missing_payloads(prof.model_tag, list(self.params["rounds"]) or None):
-            return Support(False, f"payloads of {prof.model_tag!r} were not kept")
-        return Support(True)
-
     def run(self, ctx: Any) -> AttackOutcome:
         informative = informative_features(ctx.truth)
         if int(informative.sum()) < self.params["min_features"]:
@@ -118,35 +98,13 @@ class FeatureSupport(Attack):
                 labels.append(float(presence[cid][i]))
         return Challenge(items, torch.tensor(labels), info={"informative_features": len(informative)})
 
-    def attack(self, adv: AdversaryContext, items: Any) -> torch.Tensor:
-        prof = profile_for(adv.view.tags())
-        assert prof is not None
-        src = UpdateSource(adv.view, prof)
-        rounds = [r for r in (list(self.params["rounds"]) or src.rounds) if src.reference(r) is not None]
-        self._kinds: set[str] = set()
-        per_client: dict[str, torch.Tensor] = {}
-        for cid in {c for c, _ in items}:
-            acc, used = None, 0
-            for r in rounds:
-                delta, kind = src.estimate(r, cid, adv.run.clients)
-                self._kinds.add(kind)
-                ref = src.reference(r)
-                name = input_layer(ref, adv.run.num_features) if ref is not None else None
-                if delta is None or ref is None or name is None:
-                    continue
-                d, w = delta[name], ref[name]
-                breaks = (d != 0) & (torch.sign(d) != -torch.sign(w))
-                s = breaks.double().mean(0)
-                acc = s if acc is None else acc + s
-                used += 1
-            per_client[cid] = acc / used if acc is not None else torch.zeros(adv.run.num_features, dtype=torch.float64)
-        return torch.tensor([float(per_client[c][i]) for c, i in items], dtype=torch.float64)
+    def score_update(self, delta: Mapping[str, torch.Tensor], reference: Mapping[str, torch.Tensor],
+                     adv: AdversaryContext, profile: UpdateProfile) -> torch.Tensor | None:
+        name = input_layer(reference, adv.run.num_features)
+        if name is None:
+            return None
+        d, w = delta[name], reference[name]
+        return ((d != 0) & (torch.sign(d) != -torch.sign(w))).double().mean(0)
 
     def evaluate(self, challenge: Challenge, scores: torch.Tensor) -> AttackOutcome:
-        base = super().evaluate(challenge, scores)
-        value = stratified_auc(challenge.labels, scores, [i for _, i in challenge.items])
-        kinds = sorted(getattr(self, "_kinds", set()))
-        note = "only the round's mean update was available: every client gets the same scores" if kinds == ["mean"] else ""
-        return AttackOutcome(value=self.chance if math.isnan(value) else value, chance=self.chance,
-                             details={**base.details, "pooled_auc": base.value, "estimate": kinds},
-                             roc=base.roc, note=note)
+        return self.stratified_outcome(challenge, scores)

@@ -25,23 +25,14 @@ name the client's most frequent class) and which estimate (individual / mean) wa
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import torch
 
-from securefg.attacks.base import (
-    AdversaryContext,
-    Attack,
-    AttackOutcome,
-    Challenge,
-    GroundTruth,
-    Support,
-    register_attack,
-)
-from securefg.attacks.metrics import stratified_auc
-from securefg.attacks.updates import UpdateSource, output_layer, profile_for, round_payloads
+from securefg.attacks.base import AdversaryContext, AttackOutcome, Challenge, GroundTruth, register_attack
+from securefg.attacks.update_probe import UpdateProbe
+from securefg.attacks.updates import UpdateProfile, output_layer
 
 
 def training_labels(truth: GroundTruth, cid: str) -> torch.Tensor:
@@ -63,7 +54,7 @@ def label_shares(truth: GroundTruth, num_classes: int) -> dict[str, torch.Tensor
 
 
 @register_attack
-class LabelInference(Attack):
+class LabelInference(UpdateProbe):
     """Which classes a client over-represents, from the sign of its output-layer update.
 
     Args:
@@ -75,23 +66,6 @@ class LabelInference(Attack):
     metric = "auc"
     metric_doc = "per-class ROC-AUC across clients (mean): which clients hold more of the class than average"
     defaults: ClassVar[Mapping[str, Any]] = {"rounds": [0]}
-    payload_tags = ("fedavg/model", "fedavg/update", "cefgc/init", "cefgc/weights", "fedstruct/model", "fedstruct/update")
-
-    @classmethod
-    def payloads(cls, params: Mapping[str, Any], options: Mapping[str, Any]) -> tuple[str, ...]:
-        """Only the probed rounds' broadcasts and uploads (FedStruct's carry ∇S: megabytes each)."""
-        return round_payloads(list(params["rounds"]))
-
-    def supports(self, ctx: AdversaryContext) -> Support:
-        prof = profile_for(ctx.view.tags())
-        if prof is None:
-            return Support(False, "no model-averaging update in the adversary's view")
-        if not ctx.targets:
-            return Support(False, "every client is in the adversary: no target")
-        if ctx.view.missing_payloads(prof.model_tag, list(self.params["rounds"]) or None):
-            return Support(False, f"payloads of {prof.model_tag!r} were not kept")
-        return Support(True)
-
     def challenge(self, truth: GroundTruth, adv: AdversaryContext, generator: torch.Generator) -> Challenge:
         shares = label_shares(truth, adv.run.num_classes)
         mean = torch.stack(list(shares.values())).mean(0)
@@ -103,52 +77,18 @@ class LabelInference(Attack):
         majority = {cid: int(shares[cid].argmax()) for cid in adv.targets}
         return Challenge(items, torch.tensor(labels), info={"_majority": majority})
 
-    def attack(self, adv: AdversaryContext, items: Any) -> torch.Tensor:
-        prof = profile_for(adv.view.tags())
-        assert prof is not None
-        src = UpdateSource(adv.view, prof)
-        rounds = list(self.params["rounds"]) or src.rounds
-        rounds = [r for r in rounds if src.reference(r) is not None]
-        scores: dict[tuple[str, int], float] = {}
-        self._kinds: set[str] = set()
-        for cid in {c for c, _ in items}:
-            acc: torch.Tensor | None = None
-            used = 0
-            for r in rounds:
-                delta, kind = src.estimate(r, cid, adv.run.clients)
-                self._kinds.add(kind)
-                if delta is None:
-                    continue
-                names = output_layer({k: v for k, v in delta.items() if k.startswith(prof.head)})
-                if names is None:
-                    continue
-                w, b = delta[names[0]], delta[names[1]]
-                s = torch.sign(w).mean(1) + torch.sign(b)
-                acc = s if acc is None else acc + s
-                used += 1
-            for c in range(adv.run.num_classes):
-                scores[(cid, c)] = float(acc[c] / used) if acc is not None and used else 0.0
-        return torch.tensor([scores[i] for i in items], dtype=torch.float64)
+    def score_update(self, delta: Mapping[str, torch.Tensor], reference: Mapping[str, torch.Tensor],
+                     adv: AdversaryContext, profile: UpdateProfile) -> torch.Tensor | None:
+        names = output_layer({k: v for k, v in delta.items() if k.startswith(profile.head)})
+        if names is None:
+            return None
+        return torch.sign(delta[names[0]]).mean(1) + torch.sign(delta[names[1]])
 
     def evaluate(self, challenge: Challenge, scores: torch.Tensor) -> AttackOutcome:
-        majority = challenge.info["_majority"]
         hits = []
-        for cid, true_c in majority.items():
+        for cid, true_c in challenge.info["_majority"].items():
             mine = [(float(s), c) for (k, c), s in zip(challenge.items, scores.tolist(), strict=True) if k == cid]
             best = max(mine)[1] if mine and len({s for s, _ in mine}) > 1 else -1
             hits.append(float(best == true_c))
-        base = super().evaluate(Challenge(challenge.items, challenge.labels), scores)
-        kinds = sorted(getattr(self, "_kinds", set()))
-        note = ""
-        if kinds == ["mean"]:
-            note = "only the round's mean update was available: every client gets the same scores"
-        elif kinds == ["none"]:
-            note = "no update of any target could be reconstructed from the view"
-        value = stratified_auc(challenge.labels, scores, [c for _, c in challenge.items])
-        return AttackOutcome(
-            value=self.chance if math.isnan(value) else value,
-            chance=self.chance,
-            details={**base.details, "pooled_auc": base.value, "majority_accuracy": sum(hits) / max(len(hits), 1),
-                     "majority_chance": 1.0 / max(len({c for _, c in challenge.items}), 1), "estimate": kinds},
-            roc=base.roc, note=note,
-        )
+        return self.stratified_outcome(challenge, scores, majority_accuracy=sum(hits) / max(len(hits), 1),
+                                       majority_chance=1.0 / max(len({c for _, c in challenge.items}), 1))
