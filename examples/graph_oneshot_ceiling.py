@@ -45,12 +45,12 @@ def fit(model: torch.nn.Module, graphs: list, cfg: RunConfig, task: GraphTask, s
     t = default_train_config(cfg, task)
     opt = torch.optim.Adam(model.parameters(), lr=t.lr, weight_decay=t.weight_decay)
     train_graphs_until_stall(model, opt, graphs, max_epochs=500, patience=30, batch_size=t.batch_size, device=CPU,
-                             generator=torch.Generator().manual_seed(seed))
+                             generator=torch.Generator().manual_seed(seed), groups=task.label_groups)
     return model
 
 
 def auc(model: torch.nn.Module, task: GraphTask) -> float:
-    return evaluate_graphs(model, task.global_test, task.num_classes, CPU)["auc"]
+    return evaluate_graphs(model, task.global_test, task.num_classes, CPU, groups=task.label_groups)["auc"]
 
 
 def one_seed(dataset: str, clients: int, seed: int, root: str | None) -> dict[str, float]:

@@ -21,7 +21,11 @@ Graph-task node features (``--option features=...``, read here, never by a metho
 * ``degree``: one-hot capped degree for every graph (cefgc.md §6.1 decision (a); the default
   when dataset widths differ, e.g. Social = IMDB-B 136 + IMDB-M 89).
 
-Model options of graph tasks are read here too: ``--option pooling=sum|mean`` (GIN readout).
+Model options of graph tasks are read here too: ``--option pooling=sum|mean`` (GIN readout) and,
+with several datasets, ``--option heads=dataset|shared``: ``dataset`` (the default, GCFL's
+layout) trains and scores every graph on its own dataset's classes only
+(:mod:`securefg.methods.label_groups`); ``shared`` uses one softmax over the global label space
+(cefgc.md §6.1 decision (a)), where FedAvg stays at chance on ENZYMES+PROTEINS.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ from securefg.data.splits import with_node_split
 from securefg.data.synthetic import make_csbm, make_graph_classification
 from securefg.errors import ConfigError
 from securefg.experiment import data_seed_of
+from securefg.methods.label_groups import LabelGroups
 from securefg.methods.tasks import GraphTask, NodeTask
 from securefg.methods.training import TrainConfig
 
@@ -73,7 +78,8 @@ SYNTHETIC_NODE = {"csbm", "synthetic-node"}
 SYNTHETIC_GRAPH = {"synthetic-graphs", "synthetic"}
 MAX_DEGREE_FEATURE = 64
 #: Options that configure the data or the backbone, not a method; :func:`split_options` takes them out.
-DATA_OPTIONS = ("features", "alpha", "pooling")
+DATA_OPTIONS = ("features", "alpha", "pooling", "heads")
+HEAD_MODES = ("dataset", "shared")
 FEATURE_MODES = ("original", "degree")
 
 
@@ -201,11 +207,15 @@ def _graph_task(cfg: Any) -> tuple[GraphTask, dict[str, Any]]:
         graphs = [Data(x=g.x.float(), edge_index=g.edge_index, y=g.y.view(-1)[:1], num_nodes=g.num_nodes) for g in graphs]
     else:
         raise ConfigError(f"unknown features mode {feature_mode!r}; choices: {list(FEATURE_MODES)}")
+    heads = str(options.get("heads", "dataset"))
+    if heads not in HEAD_MODES:
+        raise ConfigError(f"unknown heads mode {heads!r}; choices: {list(HEAD_MODES)}")
+    groups = LabelGroups.from_counts(partition.params["num_classes"]) if multi and heads == "dataset" else None
     sets = client_graph_sets(graphs, partition)
     task = GraphTask(
         train=[s["train"] for s in sets], val=[s["val"] for s in sets], test=[s["test"] for s in sets],
         global_test=global_test_graphs(graphs, partition), num_features=int(graphs[0].x.size(1)), num_classes=num_classes,
-        extras={"partition": partition, "datasets": names, "feature_mode": feature_mode},
+        extras={"partition": partition, "datasets": names, "feature_mode": feature_mode}, label_groups=groups,
     )
     info = {
         "partition": part_name,
@@ -214,6 +224,7 @@ def _graph_task(cfg: Any) -> tuple[GraphTask, dict[str, Any]]:
         "features": feature_mode,
         "num_features": task.num_features,
         "num_classes": num_classes,
+        "heads": heads if multi else "single",
         "client_sizes": [[len(s["train"]), len(s["val"]), len(s["test"])] for s in sets],
         "global_test": len(task.global_test),
     }

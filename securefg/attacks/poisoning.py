@@ -92,7 +92,8 @@ def honest_accuracy(model: Any, truth: Any, honest: tuple[str, ...]) -> float:
         if getattr(truth.task, "kind", "") == "node":
             accs.append(evaluate_node(model, truth.task.clients[k].to(device))["test_acc"])
         else:
-            accs.append(evaluate_graphs(model, truth.task.test[k], truth.task.num_classes, device)["acc"])
+            accs.append(evaluate_graphs(model, truth.task.test[k], truth.task.num_classes, device,
+                                        groups=truth.task.label_groups)["acc"])
     return mean_or_nan(accs)
 
 

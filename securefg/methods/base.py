@@ -8,17 +8,18 @@ exchange calls; a method's message inventory (``TAGS``) sits at the top of its m
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import torch
 from torch import nn
+from torch_geometric.data import Data
 
 from securefg.errors import ConfigError
 from securefg.federation.federation import Federation
 from securefg.methods.tasks import GraphTask, NodeTask
-from securefg.methods.training import TrainConfig
+from securefg.methods.training import TrainConfig, evaluate_graphs
 from securefg.models.gcn import GCN
 from securefg.models.gin import GIN
 from securefg.protocol.mechanism import ExchangeKind
@@ -112,6 +113,11 @@ class Method(abc.ABC):
             model = GIN(self.task.num_features, self.task.num_classes, hidden_channels=self.config.hidden or 32,
                         pooling=self.config.graph_pooling)
         return model.to(self.config.device)
+
+    def score_graphs(self, model: nn.Module, graphs: Sequence[Data]) -> dict[str, float]:
+        """Accuracy and ROC-AUC of ``model`` on ``graphs``, per dataset head when the task has several."""
+        assert isinstance(self.task, GraphTask)
+        return evaluate_graphs(model, graphs, self.task.num_classes, self.config.device, groups=self.task.label_groups)
 
     def optimizer_for(self, model: nn.Module) -> torch.optim.Optimizer:
         t = self.config.train

@@ -17,7 +17,7 @@ from securefg.federation.federation import Federation
 from securefg.methods.base import Method, register_method
 from securefg.methods.fedavg import summarize_task
 from securefg.methods.tasks import NodeTask
-from securefg.methods.training import evaluate_graphs, evaluate_node, train_graph_epochs, train_node_epochs
+from securefg.methods.training import evaluate_node, train_graph_epochs, train_node_epochs
 
 
 @register_method
@@ -48,7 +48,8 @@ class Centralized(Method):
             train_node_epochs(s["model"], s["optimizer"], s["data"], t.local_epochs)
         else:
             train_graph_epochs(s["model"], s["optimizer"], s["data"]["train"], epochs=t.local_epochs,
-                               batch_size=t.batch_size, device=self.config.device, generator=self.generator)
+                               batch_size=t.batch_size, device=self.config.device, generator=self.generator,
+                               groups=self.task.label_groups)
         return {}
 
     def measure(self, fed: Federation) -> dict[str, Any]:
@@ -56,9 +57,7 @@ class Centralized(Method):
         if isinstance(self.task, NodeTask):
             sc = evaluate_node(s["model"], s["data"])
             return {"mean_val": sc["val_acc"], "mean_test": sc["test_acc"], "per_client": {}}
-        n = self.task.num_classes
-        val = evaluate_graphs(s["model"], s["data"]["val"], n, self.config.device)
-        glob = evaluate_graphs(s["model"], self.task.global_test, n, self.config.device)
+        val, glob = self.score_graphs(s["model"], s["data"]["val"]), self.score_graphs(s["model"], self.task.global_test)
         return {"mean_val": val["auc"], "mean_test": glob["auc"], "global_test_auc": glob["auc"],
                 "global_test_acc": glob["acc"], "per_client": {}}
 

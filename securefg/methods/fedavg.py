@@ -23,9 +23,8 @@ import torch
 from securefg.federation.federation import Federation
 from securefg.federation.party import Party
 from securefg.methods.base import Method, MethodConfig, Task, register_method, select_best_round
-from securefg.methods.tasks import GraphTask, NodeTask
+from securefg.methods.tasks import NodeTask
 from securefg.methods.training import (
-    evaluate_graphs,
     evaluate_node,
     load_state,
     proximal_term,
@@ -113,10 +112,9 @@ class FedAvg(Method):
         else:
             train_graph_epochs(
                 model, opt, data["train"], epochs=t.local_epochs, batch_size=t.batch_size,
-                device=self.config.device, generator=self.generator, prox=prox,
+                device=self.config.device, generator=self.generator, prox=prox, groups=self.task.label_groups,
             )
-            val = evaluate_graphs(model, data["val"], self.task.num_classes, self.config.device)
-            test = evaluate_graphs(model, data["test"], self.task.num_classes, self.config.device)
+            val, test = self.score_graphs(model, data["val"]), self.score_graphs(model, data["test"])
             client.state["scores"] = {"val_acc": val["acc"], "val_auc": val["auc"], "test_acc": test["acc"], "test_auc": test["auc"]}
             n = len(data["train"])
         new = state_of(model)
@@ -187,7 +185,7 @@ def measure_clients(method: Method, fed: Federation) -> dict[str, Any]:
         out["mean_test"] = _mean(s.get("test_auc") for s in per_client.values())
         model = fed.server.state.get("model")
         if model is not None:
-            g = evaluate_graphs(model, method.task.global_test, method.task.num_classes, method.config.device)
+            g = method.score_graphs(model, method.task.global_test)
             out["global_test_acc"], out["global_test_auc"] = g["acc"], g["auc"]
     return out
 

@@ -8,7 +8,7 @@ from securefg.federation.federation import Federation
 from securefg.methods.base import Method, register_method
 from securefg.methods.fedavg import measure_clients, summarize_task
 from securefg.methods.tasks import NodeTask
-from securefg.methods.training import evaluate_graphs, evaluate_node, train_graph_epochs, train_node_epochs
+from securefg.methods.training import evaluate_node, train_graph_epochs, train_node_epochs
 
 
 @register_method
@@ -36,11 +36,9 @@ class Local(Method):
                 client.state["scores"] = evaluate_node(model, data)
             else:
                 train_graph_epochs(model, opt, data["train"], epochs=t.local_epochs, batch_size=t.batch_size,
-                                   device=self.config.device, generator=self.generator)
-                n = self.task.num_classes
-                val = evaluate_graphs(model, data["val"], n, self.config.device)
-                test = evaluate_graphs(model, data["test"], n, self.config.device)
-                glob = evaluate_graphs(model, self.task.global_test, n, self.config.device)
+                                   device=self.config.device, generator=self.generator, groups=self.task.label_groups)
+                val, test = self.score_graphs(model, data["val"]), self.score_graphs(model, data["test"])
+                glob = self.score_graphs(model, self.task.global_test)
                 client.state["scores"] = {"val_acc": val["acc"], "val_auc": val["auc"], "test_acc": test["acc"],
                                           "test_auc": test["auc"], "global_test_auc": glob["auc"], "global_test_acc": glob["acc"]}
         return {}

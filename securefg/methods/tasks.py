@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 
 from torch_geometric.data import Data
 
+from securefg.methods.label_groups import LabelGroups
+
 
 @dataclass
 class NodeTask:
@@ -44,6 +46,8 @@ class GraphTask:
         global_test (list[Data]): The global test set (8:2 split) the global model is scored on.
         num_features (int): Node feature size.
         num_classes (int): Number of classes (in the global label space).
+        label_groups (LabelGroups, optional): One head per dataset (several datasets); graphs
+            are trained and scored on their own dataset's classes only.
     """
 
     train: list[list[Data]]
@@ -53,6 +57,7 @@ class GraphTask:
     num_features: int
     num_classes: int
     extras: dict[str, object] = field(default_factory=dict)
+    label_groups: LabelGroups | None = None
 
     kind = "graph"
 

@@ -15,6 +15,7 @@ from torch import nn
 from torch_geometric.data import Batch, Data
 from torch_geometric.loader import DataLoader
 
+from securefg.methods.label_groups import LabelGroups
 from securefg.metrics import accuracy, roc_auc
 
 ProxFn = Callable[[nn.Module], torch.Tensor]
@@ -88,8 +89,11 @@ def train_graph_epochs(
     device: torch.device,
     generator: torch.Generator | None = None,
     prox: ProxFn | None = None,
+    groups: LabelGroups | None = None,
 ) -> float:
-    """Mini-batch training on labelled graphs; returns the mean loss of the last epoch."""
+    """Mini-batch training on labelled graphs; returns the mean loss of the last epoch.
+
+    With ``groups`` (several datasets), each graph's loss reads only its dataset's head."""
     if not graphs:
         return float("nan")
     model.train()
@@ -101,7 +105,8 @@ def train_graph_epochs(
             batch = batch.to(device)
             optimizer.zero_grad()
             out = model(batch.x, batch.edge_index, batch.batch)
-            loss = F.cross_entropy(out, batch.y.view(-1))
+            y = batch.y.view(-1)
+            loss = F.cross_entropy(groups.restrict(out, y) if groups is not None else out, y)
             if prox is not None:
                 loss = loss + prox(model)
             loss.backward()
@@ -122,12 +127,14 @@ def train_graphs_until_stall(
     batch_size: int,
     device: torch.device,
     generator: torch.Generator | None = None,
+    groups: LabelGroups | None = None,
 ) -> int:
     """Train up to ``max_epochs``; stop after ``patience`` epochs without a training-loss
     decrease (CeFGC's rule; ``patience = 0`` trains every epoch). Returns the epochs run."""
     best, since, epoch = float("inf"), 0, 0
     for epoch in range(1, max_epochs + 1):
-        loss = train_graph_epochs(model, optimizer, graphs, epochs=1, batch_size=batch_size, device=device, generator=generator)
+        loss = train_graph_epochs(model, optimizer, graphs, epochs=1, batch_size=batch_size, device=device,
+                                  generator=generator, groups=groups)
         if loss < best:
             best, since = loss, 0
         else:
@@ -151,9 +158,13 @@ def predict_graphs(model: nn.Module, graphs: Sequence[Data], device: torch.devic
     return torch.cat(logits), torch.cat(labels)
 
 
-def evaluate_graphs(model: nn.Module, graphs: Sequence[Data], num_classes: int, device: torch.device) -> dict[str, float]:
-    """Accuracy and ROC-AUC on a list of graphs."""
+def evaluate_graphs(
+    model: nn.Module, graphs: Sequence[Data], num_classes: int, device: torch.device, groups: LabelGroups | None = None
+) -> dict[str, float]:
+    """Accuracy and ROC-AUC on a list of graphs (per dataset head and averaged, with ``groups``)."""
     logits, y = predict_graphs(model, graphs, device)
+    if groups is not None:
+        return groups.scores(logits, y)
     return {"acc": accuracy(logits, y), "auc": roc_auc(logits, y, num_classes)}
 
 

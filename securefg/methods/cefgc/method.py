@@ -82,7 +82,7 @@ from securefg.methods.cefgc.package import (
 from securefg.methods.cefgc.pairing import mix_plan, nearest_partners
 from securefg.methods.fedavg import measure_clients
 from securefg.methods.tasks import GraphTask
-from securefg.methods.training import evaluate_graphs, load_state, state_of, train_graphs_until_stall
+from securefg.methods.training import load_state, state_of, train_graphs_until_stall
 from securefg.models.graph_score import DEFAULT_SIGMAS, EDPScoreConfig, GraphDiffusionModel, LangevinParams
 from securefg.protocol.mechanism import ExchangeKind
 
@@ -264,8 +264,7 @@ class CeFGC(Method):
         torch.manual_seed(self.config.seed * 7919 + k)  # dropout draws: same in HE and plaintext runs
         epochs = self._train_gnn(model, list(local) + synthetic, seed=self.config.seed * 7919 + k)
         data = client.state["data"]
-        val = evaluate_graphs(model, data["val"], self.task.num_classes, self.config.device)
-        test = evaluate_graphs(model, data["test"], self.task.num_classes, self.config.device)
+        val, test = self.score_graphs(model, data["val"]), self.score_graphs(model, data["test"])
         client.state["scores"] = {"val_acc": val["acc"], "val_auc": val["auc"], "test_acc": test["acc"], "test_auc": test["auc"]}
         client.state["model"] = model
         self.timing["gnn_training"] += time.perf_counter() - t0
@@ -277,7 +276,7 @@ class CeFGC(Method):
         return train_graphs_until_stall(
             model, self.optimizer_for(model), graphs, max_epochs=int(self.options["gnn_epochs"]),
             patience=int(self.options["gnn_patience"]), batch_size=self.config.train.batch_size,
-            device=self.config.device, generator=torch.Generator().manual_seed(seed))
+            device=self.config.device, generator=torch.Generator().manual_seed(seed), groups=self.task.label_groups)
 
     # ------------------------------------------------------------- the protocol
     def run_round(self, fed: Federation, r: int) -> dict[str, float]:
