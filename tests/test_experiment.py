@@ -42,3 +42,8 @@ def test_data_seed_fixes_split_and_partition_independently_of_the_run_seed(tmp_p
 def test_unknown_partition_is_a_config_error(tmp_path):
     with pytest.raises(ConfigError, match="unknown node partition"):
         run_experiment(_cfg(tmp_path, partition="stripes"))
+
+
+def test_unknown_pooling_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="pooling must be one of"):
+        run_experiment(_cfg(tmp_path, dataset="synthetic-graphs", partition=None, options={"pooling": "max"}))

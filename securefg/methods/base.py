@@ -26,6 +26,9 @@ from securefg.protocol.mechanism import ExchangeKind
 
 Task = NodeTask | GraphTask
 
+#: GIN readouts a graph task may use (``--option pooling=...``).
+GRAPH_POOLINGS = ("sum", "mean")
+
 
 @dataclass
 class MethodConfig:
@@ -52,6 +55,10 @@ class MethodConfig:
     hidden: int = 0
     options: dict[str, Any] = field(default_factory=dict)
     graph_pooling: str = "sum"
+
+    def __post_init__(self) -> None:
+        if self.graph_pooling not in GRAPH_POOLINGS:
+            raise ConfigError(f"--option pooling must be one of {list(GRAPH_POOLINGS)}, got {self.graph_pooling!r}")
 
 
 class Method(abc.ABC):
