@@ -44,18 +44,23 @@ TAG_NSE_GRAD = "fedstruct/hardened/nse_grad"
 
 
 def share_columns(fed: Federation) -> None:
-    """H0: client i sends each owner j its block Ā[V_i, V_j]; j keeps ``abar_cols[i]``."""
+    """H0: client i sends each owner j its block Ā[V_i, V_j]; j keeps ``abar_cols[i]``.
+
+    Client i also keeps every block's transpose (``abar_rows_t[j]``) for its share of each
+    owner's gradient (:func:`grad_term`), so no round slices Ā[i] again."""
     for pid in fed.client_ids:
         fed.parties[pid].state["abar_cols"] = {}
     for sender in fed.client_ids:
         st = fed.parties[sender].state
         d: NodeDirectory = st["directory"]
         abar: Tensor = st["abar"]
-        st["abar_cols"][sender] = abar[:, d.nodes_of(client_index(sender))].float()
+        blocks = {j: abar[:, d.nodes_of(client_index(j))].float() for j in fed.client_ids}
+        st["abar_rows_t"] = {j: b.t().contiguous() for j, b in blocks.items()}
+        st["abar_cols"][sender] = blocks[sender]
         for receiver in fed.client_ids:
             if receiver == sender:
                 continue
-            block = abar[:, d.nodes_of(client_index(receiver))].float()
+            block = blocks[receiver]
             got = fed.exchange.send(TAG_H0, {"a": block}, sender=sender, receiver=receiver)
             fed.parties[receiver].state["abar_cols"][sender] = got["a"].float()
 
@@ -102,9 +107,7 @@ def receiver_step(client: Party, nse: dict[str, Tensor], num_labeled: int) -> tu
 
 def grad_term(client: Party, owner: str, g_i: Tensor) -> Tensor:
     """Client i's term of U_j: ``Ā[V_i, V_j]^T G_i`` from its own rows (``[n_j, C]``)."""
-    st = client.state
-    d: NodeDirectory = st["directory"]
-    return st["abar"][:, d.nodes_of(client_index(owner))].float().t() @ g_i
+    return client.state["abar_rows_t"][owner] @ g_i
 
 
 def owner_backward(owner: Party, u: Tensor) -> dict[str, Tensor]:
