@@ -210,7 +210,7 @@ def _graph_task(cfg: Any) -> tuple[GraphTask, dict[str, Any]]:
     heads = str(options.get("heads", "dataset"))
     if heads not in HEAD_MODES:
         raise ConfigError(f"unknown heads mode {heads!r}; choices: {list(HEAD_MODES)}")
-    groups = LabelGroups.from_counts(partition.params["num_classes"]) if multi and heads == "dataset" else None
+    groups = LabelGroups.from_counts(partition.params["num_classes"], partition.params["datasets"]) if multi and heads == "dataset" else None
     sets = client_graph_sets(graphs, partition)
     task = GraphTask(
         train=[s["train"] for s in sets], val=[s["val"] for s in sets], test=[s["test"] for s in sets],

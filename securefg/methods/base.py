@@ -121,7 +121,7 @@ class Method(abc.ABC):
                         pooling=self.config.graph_pooling)
         return model.to(self.config.device)
 
-    def score_graphs(self, model: nn.Module, graphs: Sequence[Data]) -> dict[str, float]:
+    def score_graphs(self, model: nn.Module, graphs: Sequence[Data]) -> dict[str, Any]:
         """Accuracy and ROC-AUC of ``model`` on ``graphs``, per dataset head when the task has several."""
         assert isinstance(self.task, GraphTask)
         return evaluate_graphs(model, graphs, self.task.num_classes, self.config.device, groups=self.task.label_groups)

@@ -187,6 +187,8 @@ def measure_clients(method: Method, fed: Federation) -> dict[str, Any]:
         if model is not None:
             g = method.score_graphs(model, method.task.global_test)
             out["global_test_acc"], out["global_test_auc"] = g["acc"], g["auc"]
+            if "auc_by_dataset" in g:
+                out["global_test_auc_by_dataset"] = g["auc_by_dataset"]
     return out
 
 
@@ -213,6 +215,8 @@ def summarize_task(task: Task, history: list[dict[str, Any]]) -> dict[str, Any]:
         "test_acc": at.get("global_test_acc"),
         "final_test_auc": last.get("global_test_auc", last.get("mean_test")),
         "final_test_acc": last.get("global_test_acc"),
+        **({"test_auc_by_dataset": at["global_test_auc_by_dataset"],
+            "final_test_auc_by_dataset": last["global_test_auc_by_dataset"]} if "global_test_auc_by_dataset" in at else {}),
         "best_round": best["best_round"],
         "best_val": best["best_val"],
         "per_client": best["per_client"],

@@ -20,6 +20,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -33,14 +34,22 @@ class LabelGroups:
 
     Args:
         bounds (tuple[tuple[int, int], ...]): One ``(start, stop)`` per dataset, in order.
+        names (tuple[str, ...], optional): The datasets' names (reported per-dataset AUCs use
+            them). (default: ``"0"``, ``"1"``, ...)
 
     Raises:
-        ConfigError: Ranges that are empty, overlap, leave gaps or do not start at 0.
+        ConfigError: Ranges that are empty, overlap, leave gaps or do not start at 0, or a
+            name count that does not match.
     """
 
     bounds: tuple[tuple[int, int], ...]
+    names: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        if not self.names:
+            object.__setattr__(self, "names", tuple(str(i) for i in range(len(self.bounds))))
+        if len(self.names) != len(self.bounds):
+            raise ConfigError(f"{len(self.names)} names for {len(self.bounds)} label groups")
         expected = 0
         for start, stop in self.bounds:
             if start != expected or stop <= start:
@@ -50,10 +59,10 @@ class LabelGroups:
             raise ConfigError("label groups need at least one range")
 
     @classmethod
-    def from_counts(cls, counts: Sequence[int]) -> LabelGroups:
+    def from_counts(cls, counts: Sequence[int], names: Sequence[str] = ()) -> LabelGroups:
         """Groups of ``counts[i]`` classes each, side by side (the multi-dataset label layout)."""
         starts = [0, *torch.tensor(list(counts)).cumsum(0).tolist()]
-        return cls(tuple((int(a), int(b)) for a, b in itertools.pairwise(starts)))
+        return cls(tuple((int(a), int(b)) for a, b in itertools.pairwise(starts)), tuple(names))
 
     @property
     def num_classes(self) -> int:
@@ -87,23 +96,25 @@ class LabelGroups:
         inside = (cls >= starts[g].unsqueeze(1)) & (cls < stops[g].unsqueeze(1))
         return logits.masked_fill(~inside, float("-inf"))
 
-    def scores(self, logits: torch.Tensor, y: torch.Tensor) -> dict[str, float]:
-        """Accuracy of each graph's own head, and the mean over datasets of each dataset's ROC-AUC
-        (binary, or macro one-vs-rest within the dataset); a dataset with fewer than two of its
-        classes present has no AUC and is left out of the mean (``nan`` when none has one)."""
+    def scores(self, logits: torch.Tensor, y: torch.Tensor) -> dict[str, Any]:
+        """Accuracy of each graph's own head, the mean over datasets of each dataset's ROC-AUC
+        (binary, or macro one-vs-rest within the dataset), and those AUCs by dataset name
+        (``auc_by_dataset``). A dataset with fewer than two of its classes present has no AUC and
+        is left out of the mean (``nan`` when none has one)."""
         y = y.view(-1)
         if y.numel() == 0:
-            return {"acc": float("nan"), "auc": float("nan")}
+            return {"acc": float("nan"), "auc": float("nan"), "auc_by_dataset": {}}
         acc = accuracy(self.restrict(logits, y), y)
         groups = self.group_of(y)
-        aucs = []
+        by_name: dict[str, float] = {}
         for i, (start, stop) in enumerate(self.bounds):
             members = groups == i
             if bool(members.any()):
                 value = roc_auc(logits[members][:, start:stop], y[members] - start, stop - start)
                 if not math.isnan(value):
-                    aucs.append(value)
-        return {"acc": acc, "auc": sum(aucs) / len(aucs) if aucs else float("nan")}
+                    by_name[self.names[i]] = value
+        aucs = list(by_name.values())
+        return {"acc": acc, "auc": sum(aucs) / len(aucs) if aucs else float("nan"), "auc_by_dataset": by_name}
 
 
 __all__ = ["LabelGroups"]

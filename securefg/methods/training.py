@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -160,8 +161,9 @@ def predict_graphs(model: nn.Module, graphs: Sequence[Data], device: torch.devic
 
 def evaluate_graphs(
     model: nn.Module, graphs: Sequence[Data], num_classes: int, device: torch.device, groups: LabelGroups | None = None
-) -> dict[str, float]:
-    """Accuracy and ROC-AUC on a list of graphs (per dataset head and averaged, with ``groups``)."""
+) -> dict[str, Any]:
+    """Accuracy and ROC-AUC on a list of graphs; with ``groups``, each dataset's head is scored
+    on its own graphs, ``auc`` is the mean of those AUCs and ``auc_by_dataset`` names them."""
     logits, y = predict_graphs(model, graphs, device)
     if groups is not None:
         return groups.scores(logits, y)

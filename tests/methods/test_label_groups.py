@@ -36,7 +36,7 @@ def test_restricted_loss_leaves_the_other_datasets_head_untouched() -> None:
 
 
 def test_scores_average_each_datasets_own_auc() -> None:
-    g = LabelGroups.from_counts([2, 2])
+    g = LabelGroups.from_counts([2, 2], ["A", "B"])
     # dataset 0 ranked perfectly, dataset 1 ranked backwards; huge logits on the *other* head
     # must not matter (a shared softmax would score both datasets by them)
     logits = torch.tensor([[2.0, 0.0, 50.0, 0.0], [0.0, 2.0, 50.0, 0.0],
@@ -44,6 +44,9 @@ def test_scores_average_each_datasets_own_auc() -> None:
     y = torch.tensor([0, 1, 2, 3])
     out = g.scores(logits, y)
     assert out["auc"] == pytest.approx(0.5) and out["acc"] == pytest.approx(0.5)
+    assert out["auc_by_dataset"] == {"A": 1.0, "B": 0.0}
+    with pytest.raises(ConfigError, match="names"):
+        LabelGroups.from_counts([2, 2], ["A"])
 
 
 def test_a_client_of_one_dataset_trains_only_its_head() -> None:
