@@ -1,0 +1,163 @@
+"""Mean ± std over seeds of many ``result.json`` files: the tables of the method notes.
+
+Runs are grouped by their configuration without the seed and without settings that say *where*
+a run read or wrote, not *what* it ran (output folder, data root, device, caches, progress,
+checkpointing). Each group reports the chosen metric per seed, its mean and sample standard
+deviation, and the protocol cost (flights, MB, wall time) averaged over the group.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from securefg.errors import InvalidInputError
+
+#: Config keys that do not change what a run computes.
+WHERE_KEYS = frozenset({"seed", "out", "data_root", "device", "progress", "resume", "checkpoint_every", "keep_payloads"})
+#: Options that only say where a party keeps its offline work.
+WHERE_OPTIONS = frozenset({"generator_cache"})
+
+
+@dataclass
+class RunGroup:
+    """Runs of one configuration (all seeds)."""
+
+    label: str
+    seeds: list[int] = field(default_factory=list)
+    values: list[float] = field(default_factory=list)
+    finals: list[float] = field(default_factory=list)
+    flights: list[float] = field(default_factory=list)
+    megabytes: list[float] = field(default_factory=list)
+    wall: list[float] = field(default_factory=list)
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "config": self.label, "runs": len(self.values), "seeds": self.seeds,
+            "mean": _mean(self.values), "std": _std(self.values), "values": self.values,
+            "final_mean": _mean(self.finals) if self.finals else None,
+            "final_std": _std(self.finals) if self.finals else None,
+            "flights": _mean(self.flights), "mb_total": _mean(self.megabytes), "wall_s": _mean(self.wall),
+        }
+
+
+def find_results(paths: Iterable[str | Path]) -> list[Path]:
+    """Every ``result.json`` named or found below the given folders, sorted.
+
+    Raises:
+        InvalidInputError: A path that does not exist, or no result at all.
+    """
+    found: set[Path] = set()
+    for p in map(Path, paths):
+        if p.is_file():
+            found.add(p)
+        elif p.is_dir():
+            found.update(p.rglob("result.json"))
+        else:
+            raise InvalidInputError(f"no such result file or folder: {p}")
+    if not found:
+        raise InvalidInputError(f"no result.json under {', '.join(map(str, paths))}")
+    return sorted(found)
+
+
+def load_result(path: Path) -> dict[str, Any]:
+    """One ``result.json``.
+
+    Raises:
+        InvalidInputError: Not JSON, or without the ``config`` and ``metrics`` of the run contract.
+    """
+    try:
+        res = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InvalidInputError(f"{path} is not a readable result.json: {exc}") from exc
+    if not isinstance(res, dict) or not isinstance(res.get("config"), dict) or not isinstance(res.get("metrics"), dict):
+        raise InvalidInputError(f"{path} lacks the 'config' and 'metrics' of a securefg result")
+    return res
+
+
+def _run_defaults() -> dict[str, Any]:
+    from dataclasses import MISSING, fields
+
+    from securefg.experiment import RunConfig
+
+    return {f.name: f.default for f in fields(RunConfig) if f.default is not MISSING}
+
+
+def config_label(config: dict[str, Any]) -> str:
+    """``method dataset key=value ...``: the settings that differ from ``securefg run``'s
+    defaults, without the seed and the where-settings."""
+    defaults = _run_defaults()
+    what = {k: v for k, v in config.items()
+            if k not in WHERE_KEYS and k not in ("method", "dataset", "options") and not (k in defaults and defaults[k] == v)}
+    options = {k: v for k, v in (config.get("options") or {}).items() if k not in WHERE_OPTIONS}
+    parts = [str(config.get("method")), str(config.get("dataset"))]
+    parts += [f"{k}={v}" for k, v in sorted(what.items()) if v not in (None, False, {}, [])]
+    parts += [f"{k}={v}" for k, v in sorted(options.items())]
+    return " ".join(parts)
+
+
+def summarize(
+    results: Sequence[dict[str, Any]], metric: str = "test_auc", sources: Sequence[str | Path] = ()
+) -> list[dict[str, Any]]:
+    """One row per configuration, in the order first seen.
+
+    Args:
+        results: Loaded ``result.json`` objects.
+        metric: The key of ``metrics`` to average (its ``final_`` twin is reported when present).
+        sources: Where each result came from (named in errors).
+
+    Raises:
+        InvalidInputError: A run without ``metric``, or two runs of one configuration and seed.
+    """
+    groups: dict[str, RunGroup] = {}
+    first: dict[tuple[str, int], str] = {}
+    for i, res in enumerate(results):
+        where = str(sources[i]) if i < len(sources) else f"result #{i}"
+        cfg, m = res["config"], res["metrics"]
+        label = config_label(cfg)
+        if metric not in m or not isinstance(m[metric], int | float):
+            raise InvalidInputError(f"{where} ({label}, seed {cfg.get('seed')}) has no numeric metric {metric!r}")
+        g = groups.setdefault(label, RunGroup(label))
+        seed = int(cfg.get("seed", 0))
+        if (label, seed) in first:
+            raise InvalidInputError(f"two runs of {label} with seed {seed}: {first[label, seed]} and {where}; "
+                                    "name the files or folders of one of them")
+        first[label, seed] = where
+        g.seeds.append(seed)
+        g.values.append(float(m[metric]))
+        final = m.get(f"final_{metric}")
+        if isinstance(final, int | float):
+            g.finals.append(float(final))
+        g.flights.append(float(res.get("communication_rounds", math.nan)))
+        g.megabytes.append(float(res.get("bytes_total", math.nan)) / 1e6)
+        g.wall.append(float(res.get("wall_seconds", math.nan)))
+    return [g.row() for g in groups.values()]
+
+
+def to_markdown(rows: Sequence[dict[str, Any]], metric: str) -> str:
+    """The rows as a markdown table (per-seed values in seed order)."""
+    lines = [f"| config | runs | {metric} mean ± std | per seed | final {metric} | flights | MB | wall s |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        order = sorted(range(len(r["seeds"])), key=lambda i: r["seeds"][i])
+        per_seed = ", ".join(f"{r['values'][i]:.3f}" for i in order)
+        final = f"{r['final_mean']:.3f} ± {r['final_std']:.3f}" if r["final_mean"] is not None else "—"
+        lines.append(f"| {r['config']} | {r['runs']} | {r['mean']:.3f} ± {r['std']:.3f} | {per_seed} | {final} | "
+                     f"{r['flights']:.0f} | {r['mb_total']:.1f} | {r['wall_s']:.0f} |")
+    return "\n".join(lines)
+
+
+def _mean(xs: Sequence[float]) -> float:
+    return statistics.fmean(xs) if xs else math.nan
+
+
+def _std(xs: Sequence[float]) -> float:
+    return statistics.stdev(xs) if len(xs) > 1 else 0.0
+
+
+__all__ = ["config_label", "find_results", "load_result", "summarize", "to_markdown"]
