@@ -47,3 +47,12 @@ def test_unknown_partition_is_a_config_error(tmp_path):
 def test_unknown_pooling_is_a_config_error(tmp_path):
     with pytest.raises(ConfigError, match="pooling must be one of"):
         run_experiment(_cfg(tmp_path, dataset="synthetic-graphs", partition=None, options={"pooling": "max"}))
+
+
+def test_partition_command_parses_the_split_like_run(capsys):
+    from securefg.cli import main
+
+    assert main(["partition", "--dataset", "csbm", "--clients", "3", "--split", "0.2,0.4,0.4"]) == 0
+    assert "clients" in capsys.readouterr().out
+    assert main(["partition", "--dataset", "csbm", "--split", "0.5,0.5"]) == 2
+    assert "three non-negative ratios" in capsys.readouterr().err

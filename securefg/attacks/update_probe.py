@@ -71,8 +71,7 @@ class UpdateProbe(Attack):
                 acc = s.double() if acc is None else acc + s.double()
                 used += 1
             per_client[cid] = acc / used if acc is not None else None
-        return torch.tensor([float(per_client[c][i]) if per_client[c] is not None else 0.0 for c, i in items],
-                            dtype=torch.float64)
+        return torch.tensor([_entry(per_client[c], i) for c, i in items], dtype=torch.float64)
 
     def estimate_note(self) -> str:
         """What the reconstructed updates were, when that limits the attack."""
@@ -94,6 +93,11 @@ class UpdateProbe(Attack):
                      "estimate": sorted(getattr(self, "_kinds", set()))},
             roc=base.roc, note=self.estimate_note(),
         )
+
+
+def _entry(scores: torch.Tensor | None, stratum: int) -> float:
+    """A client's score for one stratum; 0 when none of its updates could be read."""
+    return float(scores[stratum]) if scores is not None else 0.0
 
 
 __all__ = ["UPDATE_TAGS", "UpdateProbe"]

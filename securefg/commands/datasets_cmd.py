@@ -16,6 +16,6 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from securefg.data.availability import available_datasets, format_available
 
-    statuses = available_datasets(args.data_root, kind=args.kind) if args.kind else available_datasets(args.data_root)
+    statuses = available_datasets(args.data_root, kind=args.kind)
     print(format_available(statuses))
     return 0

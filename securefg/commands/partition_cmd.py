@@ -21,16 +21,19 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from securefg.data.partition import partition_statistics
+    from securefg.commands.run_cmd import parse_split
+    from securefg.data.partition import Partition, partition_statistics
     from securefg.experiment import RunConfig
     from securefg.experiment_data import build_task
+    from securefg.methods.tasks import NodeTask
 
-    split = tuple(float(x) for x in args.split.split(",")) if args.split else None
     cfg = RunConfig(method="fedavg", dataset=args.dataset, partition=args.partition, clients=args.clients,
-                    seed=args.seed, data_root=args.data_root, split=split)
+                    seed=args.seed, data_root=args.data_root, split=parse_split(args.split))
     task, info = build_task(cfg)
     partition = task.extras["partition"]
-    if task.kind == "node":
+    assert isinstance(partition, Partition)
+    if isinstance(task, NodeTask):
+        assert task.full_graph is not None
         print(f"{args.dataset}: {info['nodes']} nodes, {info['edges']} directed edges, partition {info['partition']}, "
               f"{len(task.clients)} clients, split {info['split']}, preprocessing {info['preprocessing']}")
         print(partition_statistics(task.full_graph, partition).to_text())

@@ -48,14 +48,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
         options["nsf"] = args.nsf
     if args.variant is not None:
         options["variant"] = args.variant
-    split = None
-    if args.split:
-        try:
-            split = tuple(float(x) for x in args.split.split(","))
-        except ValueError as exc:
-            raise ConfigError(f"--split expects three numbers like 0.2,0.4,0.4, got {args.split!r}") from exc
-        if len(split) != 3 or abs(sum(split) - 1) > 1e-6 or min(split) < 0:
-            raise ConfigError(f"--split needs three non-negative ratios summing to 1, got {args.split!r}")
+    split = parse_split(args.split)
     return RunConfig(
         method=args.method, dataset=args.dataset, partition=args.partition, clients=args.clients,
         rounds=args.rounds, protocol=args.protocol, seed=args.seed,
@@ -118,3 +111,20 @@ def render_result(r: dict[str, Any]) -> str:
     if p.get("epsilon") is not None:
         lines.append(f"  privacy        : epsilon={p['epsilon']:.3g} at delta={p.get('delta')} ({p.get('accountant')}; per client in result.json)")
     return "\n".join(lines)
+
+
+def parse_split(text: str | None) -> tuple[float, float, float] | None:
+    """``--split 0.2,0.4,0.4`` as train/val/test ratios (``None`` when not given).
+
+    Raises:
+        ConfigError: Not three non-negative numbers summing to 1.
+    """
+    if not text:
+        return None
+    try:
+        parts = [float(x) for x in text.split(",")]
+    except ValueError as exc:
+        raise ConfigError(f"--split expects three numbers like 0.2,0.4,0.4, got {text!r}") from exc
+    if len(parts) != 3 or abs(sum(parts) - 1) > 1e-6 or min(parts) < 0:
+        raise ConfigError(f"--split needs three non-negative ratios summing to 1, got {text!r}")
+    return parts[0], parts[1], parts[2]

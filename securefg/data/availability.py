@@ -15,7 +15,7 @@ from securefg.data.catalog import CATALOG, DatasetSpec
 from securefg.data.graph_datasets import load_graph_dataset
 from securefg.data.node_datasets import load_node_dataset
 from securefg.data.root import missing_raw_files, resolve_root
-from securefg.errors import DatasetNotFoundError
+from securefg.errors import ConfigError, DatasetNotFoundError
 
 Status = Literal["ok", "missing", "error"]
 
@@ -65,6 +65,7 @@ def available_datasets(
     *,
     verify: bool = True,
     names: list[str] | None = None,
+    kind: str | None = None,
 ) -> list[DatasetStatus]:
     """Report every catalog dataset as ok, missing or error under ``root``.
 
@@ -77,14 +78,17 @@ def available_datasets(
         verify (bool, optional): Load each present dataset and report its counts; if
             :obj:`False`, only check that the raw files exist. (default: :obj:`True`)
         names (list[str], optional): Restrict to these canonical names. (default: all)
+        kind (str, optional): Restrict to ``"node"`` or ``"graph"`` datasets. (default: both)
 
     Returns:
         list[DatasetStatus]: One entry per dataset, in catalog order.
     """
+    if kind not in (None, "node", "graph"):
+        raise ConfigError(f"dataset kind must be 'node' or 'graph', got {kind!r}")
     src = resolve_root(root)
     out: list[DatasetStatus] = []
     for spec in CATALOG.values():
-        if names is not None and spec.name not in names:
+        if (names is not None and spec.name not in names) or (kind is not None and spec.kind != kind):
             continue
         missing = missing_raw_files(spec, src)
         if missing:

@@ -67,7 +67,8 @@ class Centralized(Method):
 
 def union_graph(clients: list[Data]) -> Data:
     """Disjoint union of client subgraphs (no cross-client edges), e.g. for tests."""
-    xs, ys, eis, masks, off = [], [], [], {"train_mask": [], "val_mask": [], "test_mask": []}, 0
+    masks: dict[str, list[torch.Tensor]] = {"train_mask": [], "val_mask": [], "test_mask": []}
+    xs, ys, eis, off = [], [], [], 0
     for d in clients:
         xs.append(d.x)
         ys.append(d.y)

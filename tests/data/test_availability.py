@@ -37,3 +37,18 @@ def test_real_root_lists_pubmed_and_amazon_ratings_as_missing(data_root: Path) -
     status = {s.name: s.status for s in available_datasets(data_root, verify=False)}
     assert status["PubMed"] == "missing" and status["Amazon-ratings"] == "missing"
     assert sum(v == "ok" for v in status.values()) == 22
+
+
+def test_available_datasets_filters_by_kind_and_the_cli_accepts_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from securefg.cli import main
+    from securefg.errors import ConfigError
+
+    _tiny_tu(tmp_path, "MUTAG")
+    graph = available_datasets(tmp_path, verify=False, kind="graph")
+    assert graph and {s.kind for s in graph} == {"graph"}
+    assert {s.kind for s in available_datasets(tmp_path, verify=False, kind="node")} == {"node"}
+    with pytest.raises(ConfigError, match="kind"):
+        available_datasets(tmp_path, kind="edge")
+    assert main(["datasets", "--data-root", str(tmp_path), "--kind", "graph"]) == 0
+    out = capsys.readouterr().out
+    assert "MUTAG" in out and "Cora" not in out

@@ -273,6 +273,7 @@ class CeFGC(Method):
 
     def _train_gnn(self, model: torch.nn.Module, graphs: list[Any], *, seed: int) -> int:
         """Up to ``gnn_epochs`` epochs; stop after ``gnn_patience`` without a loss decrease (paper)."""
+        assert isinstance(self.task, GraphTask)
         return train_graphs_until_stall(
             model, self.optimizer_for(model), graphs, max_epochs=int(self.options["gnn_epochs"]),
             patience=int(self.options["gnn_patience"]), batch_size=self.config.train.batch_size,
