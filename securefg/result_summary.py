@@ -96,7 +96,7 @@ def config_label(config: dict[str, Any]) -> str:
             if k not in WHERE_KEYS and k not in ("method", "dataset", "options") and not (k in defaults and defaults[k] == v)}
     options = {k: v for k, v in (config.get("options") or {}).items() if k not in WHERE_OPTIONS}
     parts = [str(config.get("method")), str(config.get("dataset"))]
-    parts += [f"{k}={v}" for k, v in sorted(what.items()) if v not in (None, False, {}, [])]
+    parts += [f"{k}={v}" for k, v in sorted(what.items())]
     parts += [f"{k}={v}" for k, v in sorted(options.items())]
     return " ".join(parts)
 

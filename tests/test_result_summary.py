@@ -70,3 +70,10 @@ def test_config_label_keeps_settings_that_change_the_run() -> None:
     label = config_label({"method": "fedavg", "dataset": "PROTEINS", "rounds": 200, "protocol": "plaintext",
                           "seed": 4, "options": {"pooling": "mean"}})
     assert label == "fedavg PROTEINS protocol=plaintext rounds=200 pooling=mean"
+
+
+def test_a_non_default_zero_or_false_setting_still_splits_groups() -> None:
+    # data_seed 0 fixes the split (default: None, i.e. the run seed): not the same configuration
+    base = {"method": "fedavg", "dataset": "MUTAG", "rounds": 200, "seed": 1}
+    assert config_label({**base, "data_seed": 0}) != config_label(base)
+    assert "data_seed=0" in config_label({**base, "data_seed": 0})

@@ -78,7 +78,6 @@ class FeatureSupport(UpdateProbe):
     """
 
     name = "feature_support"
-    metric = "auc"
     metric_doc = "per-feature ROC-AUC across clients (mean): which clients' data contain the feature"
     defaults: ClassVar[Mapping[str, Any]] = {"rounds": [0], "min_features": 5}
     def run(self, ctx: Any) -> AttackOutcome:

@@ -63,7 +63,6 @@ class LabelInference(UpdateProbe):
     """
 
     name = "label_inference"
-    metric = "auc"
     metric_doc = "per-class ROC-AUC across clients (mean): which clients hold more of the class than average"
     defaults: ClassVar[Mapping[str, Any]] = {"rounds": [0]}
     def challenge(self, truth: GroundTruth, adv: AdversaryContext, generator: torch.Generator) -> Challenge:
