@@ -7,7 +7,8 @@ after 30 without a training-loss decrease):
 * **central**: one GIN on the pooled training graphs of all clients (the most that synthetic
   copies of those graphs can give);
 * **one-shot**: each client's GIN on its own graphs, averaged once (CeFGC without synthetic
-  graphs);
+  graphs; with one head per dataset, each head over the clients holding its dataset unless
+  ``--head-average all``);
 * **local**: each client's GIN on its own graphs (mean over clients).
 
 It prints the global-test ROC-AUC of each, per seed and as a mean. The closing notes use it to
@@ -34,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from securefg.experiment import RunConfig
 from securefg.experiment_data import build_task, default_train_config
 from securefg.methods.base import MethodConfig
+from securefg.methods.head_owners import owned_groups, owner_mean, owner_payload
 from securefg.methods.tasks import GraphTask
 from securefg.methods.training import evaluate_graphs, load_state, state_of, train_graphs_until_stall
 from securefg.models.gin import GIN
@@ -53,8 +55,9 @@ def auc(model: torch.nn.Module, task: GraphTask) -> float:
     return evaluate_graphs(model, task.global_test, task.num_classes, CPU, groups=task.label_groups)["auc"]
 
 
-def one_seed(dataset: str, clients: int, seed: int, root: str | None) -> dict[str, float]:
-    cfg = RunConfig(method="cefgc", dataset=dataset, clients=clients, seed=seed, data_root=root)
+def one_seed(dataset: str, clients: int, seed: int, root: str | None, head_average: str = "owners") -> dict[str, float]:
+    options = {} if head_average == "owners" else {"head_average": head_average}  # owners: the default
+    cfg = RunConfig(method="cefgc", dataset=dataset, clients=clients, seed=seed, data_root=root, options=options)
     task, _ = build_task(cfg)
     assert isinstance(task, GraphTask)
     torch.manual_seed(seed)
@@ -62,7 +65,12 @@ def one_seed(dataset: str, clients: int, seed: int, root: str | None) -> dict[st
     locals_ = [fit(copy.deepcopy(w0), task.train[k], cfg, task, seed * 10 + k) for k in range(task.num_clients)]
     states = [state_of(m) for m in locals_]
     average = copy.deepcopy(w0)
-    load_state(average, {n: sum(s[n] for s in states) / len(states) for n in states[0]})
+    groups = task.label_groups
+    if groups is not None and groups.owner_average:
+        payloads = [owner_payload(s, groups, owned_groups(groups, task.train[k])) for k, s in enumerate(states)]
+        load_state(average, owner_mean({n: sum(p[n] for p in payloads) for n in payloads[0]}, groups, state_of(w0)))
+    else:
+        load_state(average, {n: sum(s[n] for s in states) / len(states) for n in states[0]})
     central = fit(copy.deepcopy(w0), [g for k in range(task.num_clients) for g in task.train[k]], cfg, task, seed)
     return {"central": auc(central, task), "one-shot": auc(average, task),
             "local": statistics.mean(auc(m, task) for m in locals_)}
@@ -75,13 +83,15 @@ def main() -> None:
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     p.add_argument("--data-root", default=None)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--head-average", choices=("owners", "all"), default="owners",
+                   help="several datasets: average each head over its dataset's clients (owners) or all clients")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     rows = []
     print(f"{args.dataset}, {args.clients} clients per dataset: global-test ROC-AUC")
     print("seed  central  one-shot  local")
     for s in args.seeds:
-        r = one_seed(args.dataset, args.clients, s, args.data_root)
+        r = one_seed(args.dataset, args.clients, s, args.data_root, args.head_average)
         rows.append(r)
         print(f"{s:>4}  {r['central']:.4f}   {r['one-shot']:.4f}    {r['local']:.4f}", flush=True)
     print("mean  " + "   ".join(f"{statistics.mean(r[k] for r in rows):.4f}" for k in ("central", "one-shot", "local")))

@@ -25,7 +25,10 @@ Model options of graph tasks are read here too: ``--option pooling=sum|mean`` (G
 with several datasets, ``--option heads=dataset|shared``: ``dataset`` (the default, GCFL's
 layout) trains and scores every graph on its own dataset's classes only
 (:mod:`securefg.methods.label_groups`); ``shared`` uses one softmax over the global label space
-(cefgc.md §6.1 decision (a)), where FedAvg stays at chance on ENZYMES+PROTEINS.
+(cefgc.md §6.1 decision (a)), where FedAvg stays at chance on ENZYMES+PROTEINS. With per-dataset
+heads, ``--option head_average=owners|all`` says whether model averaging takes each head's mean
+over the clients holding its dataset (the default, :mod:`securefg.methods.head_owners`) or over
+all clients.
 """
 
 from __future__ import annotations
@@ -78,8 +81,10 @@ SYNTHETIC_NODE = {"csbm", "synthetic-node"}
 SYNTHETIC_GRAPH = {"synthetic-graphs", "synthetic"}
 MAX_DEGREE_FEATURE = 64
 #: Options that configure the data or the backbone, not a method; :func:`split_options` takes them out.
-DATA_OPTIONS = ("features", "alpha", "pooling", "heads")
+DATA_OPTIONS = ("features", "alpha", "pooling", "heads", "head_average")
 HEAD_MODES = ("dataset", "shared")
+#: How model averaging treats per-dataset heads (securefg.methods.head_owners).
+HEAD_AVERAGES = ("owners", "all")
 FEATURE_MODES = ("original", "degree")
 
 
@@ -210,7 +215,13 @@ def _graph_task(cfg: Any) -> tuple[GraphTask, dict[str, Any]]:
     heads = str(options.get("heads", "dataset"))
     if heads not in HEAD_MODES:
         raise ConfigError(f"unknown heads mode {heads!r}; choices: {list(HEAD_MODES)}")
-    groups = LabelGroups.from_counts(partition.params["num_classes"], partition.params["datasets"]) if multi and heads == "dataset" else None
+    head_average = str(options.get("head_average", "owners"))
+    if head_average not in HEAD_AVERAGES:
+        raise ConfigError(f"unknown head_average {head_average!r}; choices: {list(HEAD_AVERAGES)}")
+    if "head_average" in options and not (multi and heads == "dataset"):
+        raise ConfigError("--option head_average applies to per-dataset heads only (several datasets, heads=dataset)")
+    groups = (LabelGroups.from_counts(partition.params["num_classes"], partition.params["datasets"], head_average == "owners")
+              if multi and heads == "dataset" else None)
     sets = client_graph_sets(graphs, partition)
     task = GraphTask(
         train=[s["train"] for s in sets], val=[s["val"] for s in sets], test=[s["test"] for s in sets],
@@ -225,6 +236,7 @@ def _graph_task(cfg: Any) -> tuple[GraphTask, dict[str, Any]]:
         "num_features": task.num_features,
         "num_classes": num_classes,
         "heads": heads if multi else "single",
+        **({"head_average": head_average} if groups is not None else {}),
         "client_sizes": [[len(s["train"]), len(s["val"]), len(s["test"])] for s in sets],
         "global_test": len(task.global_test),
     }

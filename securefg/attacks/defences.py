@@ -48,6 +48,7 @@ class PlaintextTrimmedMean(Mechanism):
     """
 
     name = "plaintext_trimmed_mean"
+    returns_sum = False
     exchanges = frozenset({ExchangeKind.AGGREGATE})
     defaults: ClassVar[Mapping[str, Any]] = {"trim": 0.2}
     protects = "nothing (plaintext); bounds the influence of a minority of poisoned inputs"

@@ -18,6 +18,7 @@ from torch_geometric.data import Data
 
 from securefg.errors import ConfigError
 from securefg.federation.federation import Federation
+from securefg.methods.label_groups import LabelGroups
 from securefg.methods.tasks import GraphTask, NodeTask
 from securefg.methods.training import TrainConfig, evaluate_graphs
 from securefg.models.gcn import GCN
@@ -125,6 +126,13 @@ class Method(abc.ABC):
         """Accuracy and ROC-AUC of ``model`` on ``graphs``, per dataset head when the task has several."""
         assert isinstance(self.task, GraphTask)
         return evaluate_graphs(model, graphs, self.task.num_classes, self.config.device, groups=self.task.label_groups)
+
+    @property
+    def owner_groups(self) -> LabelGroups | None:
+        """The task's per-dataset heads when averaging takes each over its owners only
+        (:mod:`securefg.methods.head_owners`); ``None`` for one head, or ``head_average=all``."""
+        groups = self.task.label_groups if isinstance(self.task, GraphTask) else None
+        return groups if groups is not None and groups.owner_average else None
 
     def optimizer_for(self, model: nn.Module) -> torch.optim.Optimizer:
         t = self.config.train

@@ -5,7 +5,9 @@ returns its *update* (new weights minus received weights) through a protected ``
 (updates rather than weights so that clipping, DP noise and fixed-point ranges apply to small
 deltas); the server adds the weighted mean update. FedProx adds ``mu/2 ||w - w_global||^2``
 to the local loss. Clients also report their validation/test scores through an ``aggregate``,
-so the server learns only the mean over clients (used to pick the best round).
+so the server learns only the mean over clients (used to pick the best round). With one head
+per dataset, each head's update is averaged over the clients holding that dataset
+(:mod:`securefg.methods.head_owners`).
 
 Evaluation follows FED-PUB's reference code: each client scores the model it holds *after*
 its local training of the round, on its own validation and test nodes. Node-task clients also
@@ -23,6 +25,7 @@ import torch
 from securefg.federation.federation import Federation
 from securefg.federation.party import Party
 from securefg.methods.base import Method, MethodConfig, Task, register_method, select_best_round
+from securefg.methods.head_owners import aggregate_by_owner, owned_groups
 from securefg.methods.tasks import NodeTask
 from securefg.methods.training import (
     evaluate_node,
@@ -69,6 +72,9 @@ class FedAvg(Method):
             client.state["model"] = self.make_model()
             if self.clients_take_steps:
                 client.state["optimizer"] = self.optimizer_for(client.state["model"])
+            groups = self.owner_groups
+            if groups is not None:
+                client.state["owned_heads"] = owned_groups(groups, client.state["data"]["train"])
 
     def _client_data(self, k: int) -> Any:
         dev = self.config.device
@@ -138,7 +144,12 @@ class FedAvg(Method):
         updates, weights = {}, {}
         for cid, global_state in received.items():
             updates[cid], weights[cid] = self.handle_train(fed.parties[cid], global_state)
-        mean_update = ex.aggregate(TAG_UPDATE, updates, weights=weights)
+        groups = self.owner_groups
+        if groups is None:
+            mean_update = ex.aggregate(TAG_UPDATE, updates, weights=weights)
+        else:  # a head nobody holds gets a zero update
+            owned = {cid: fed.parties[cid].state["owned_heads"] for cid in updates}
+            mean_update = aggregate_by_owner(ex, TAG_UPDATE, updates, groups, owned, weights=weights)
         self.aggregate_train(fed.server, mean_update)
         reports = {cid: self.handle_report(fed.parties[cid]) for cid in received}
         mean_scores = ex.aggregate(TAG_METRICS, reports)["scores"]

@@ -7,7 +7,8 @@ stays at chance (measured: 0.49-0.51 AUC on ENZYMES+PROTEINS). GCFL, whose GIN t
 reuses, keeps one head per dataset (cefgc.md §6.1 item 3, decision (b)). Here the heads are the
 row blocks of the shared classifier: a graph's loss and scores use only its own dataset's
 logits, so every model-averaging step, CeFGC's one-shot average and the protocol layer still see
-a single model of a single shape.
+a single model of a single shape. Model averaging takes each head's mean over the clients that
+hold its dataset only (``owner_average``, :mod:`securefg.methods.head_owners`).
 
 A graph's dataset is read from its global label (the datasets' label ranges are disjoint). That
 is what a party knows of its own graphs, and what the evaluator knows of a global test graph
@@ -36,6 +37,9 @@ class LabelGroups:
         bounds (tuple[tuple[int, int], ...]): One ``(start, stop)`` per dataset, in order.
         names (tuple[str, ...], optional): The datasets' names (reported per-dataset AUCs use
             them). (default: ``"0"``, ``"1"``, ...)
+        owner_average (bool, optional): Average each head over the clients holding its dataset
+            (``--option head_average=owners``) rather than over all clients (``all``).
+            (default: ``True``)
 
     Raises:
         ConfigError: Ranges that are empty, overlap, leave gaps or do not start at 0, or a
@@ -44,6 +48,7 @@ class LabelGroups:
 
     bounds: tuple[tuple[int, int], ...]
     names: tuple[str, ...] = ()
+    owner_average: bool = True
 
     def __post_init__(self) -> None:
         if not self.names:
@@ -59,10 +64,10 @@ class LabelGroups:
             raise ConfigError("label groups need at least one range")
 
     @classmethod
-    def from_counts(cls, counts: Sequence[int], names: Sequence[str] = ()) -> LabelGroups:
+    def from_counts(cls, counts: Sequence[int], names: Sequence[str] = (), owner_average: bool = True) -> LabelGroups:
         """Groups of ``counts[i]`` classes each, side by side (the multi-dataset label layout)."""
         starts = [0, *torch.tensor(list(counts)).cumsum(0).tolist()]
-        return cls(tuple((int(a), int(b)) for a, b in itertools.pairwise(starts)), tuple(names))
+        return cls(tuple((int(a), int(b)) for a, b in itertools.pairwise(starts)), tuple(names), owner_average)
 
     @property
     def num_classes(self) -> int:

@@ -99,6 +99,8 @@ class Mechanism(abc.ABC):
     protects: ClassVar[str] = ""
     #: Whether the receiver sees each input on its own (robust aggregation needs this).
     reveals_individual_inputs: ClassVar[bool] = False
+    #: Whether ``run_aggregate`` returns the sum of its inputs (a robust statistic does not).
+    returns_sum: ClassVar[bool] = True
 
     def __init__(self, **params: Any) -> None:
         problems = self.validate_params(params)

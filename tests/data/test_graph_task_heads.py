@@ -19,7 +19,13 @@ def _cfg(root: Path, tmp_path: Path, **kw) -> RunConfig:
 def test_multi_dataset_task_has_per_dataset_heads_by_default(data_root: Path, tmp_path: Path) -> None:
     task, info = build_task(_cfg(data_root, tmp_path))
     assert task.label_groups is not None and task.label_groups.bounds == ((0, 2), (2, 4))
-    assert info["heads"] == "dataset"
+    assert info["heads"] == "dataset" and info["head_average"] == "owners" and task.label_groups.owner_average
+    everyone, info = build_task(_cfg(data_root, tmp_path, options={"head_average": "all"}))
+    assert everyone.label_groups is not None and not everyone.label_groups.owner_average and info["head_average"] == "all"
+    with pytest.raises(ConfigError, match="unknown head_average"):
+        build_task(_cfg(data_root, tmp_path, options={"head_average": "some"}))
+    with pytest.raises(ConfigError, match="per-dataset heads only"):
+        build_task(_cfg(data_root, tmp_path, dataset="MUTAG", options={"head_average": "all"}))
     shared, info = build_task(_cfg(data_root, tmp_path, options={"heads": "shared"}))
     assert shared.label_groups is None and info["heads"] == "shared"
     single, info = build_task(_cfg(data_root, tmp_path, dataset="MUTAG"))
@@ -46,3 +52,4 @@ def test_cefgc_trains_other_datasets_heads_on_their_synthetic_graphs(data_root: 
     for info in res["cefgc"]["clients"].values():
         drawn = {u["class"] for u in info["units"] if u["graphs"] > 0}
         assert drawn & {0, 1} and drawn & {2, 3}
+        assert info["heads_trained"] == ["MUTAG", "PTC_MR"]  # so R3 averages both heads over every client

@@ -81,6 +81,7 @@ from securefg.methods.cefgc.package import (
 )
 from securefg.methods.cefgc.pairing import mix_plan, nearest_partners
 from securefg.methods.fedavg import measure_clients
+from securefg.methods.head_owners import aggregate_by_owner, owned_groups
 from securefg.methods.tasks import GraphTask
 from securefg.methods.training import load_state, state_of, train_graphs_until_stall
 from securefg.models.graph_score import DEFAULT_SIGMAS, EDPScoreConfig, GraphDiffusionModel, LangevinParams
@@ -256,6 +257,10 @@ class CeFGC(Method):
         t0 = time.perf_counter()
         synthetic, records = synthesize(gens, total=total, seed=self.config.seed * 7919 + k, device=self.config.device)
         self.timing["sampling"] += time.perf_counter() - t0
+        if self.owner_groups is not None:  # the heads this client trains: its own and its synthetic graphs'
+            owned = owned_groups(self.owner_groups, list(local) + synthetic)
+            client.state["owned_heads"] = owned
+            self.info["clients"][client.pid]["heads_trained"] = [n for n, o in zip(self.owner_groups.names, owned.tolist()) if o]
         self.info["clients"][client.pid].update(
             received_models=len(models), synthetic=len(synthetic), local=len(local), units=records)
         t0 = time.perf_counter()
@@ -299,7 +304,13 @@ class CeFGC(Method):
         weights = {cid: self.handle_bundle(fed.parties[cid], bundles[cid], w0[cid]) for cid in clients}
         sizes = {cid: float(len(fed.parties[cid].state["data"]["train"])) for cid in clients}
         t0 = time.perf_counter()
-        mean = ex.aggregate(TAG_WEIGHTS, weights, weights=None if self.options["weighting"] == "uniform" else sizes)  # R3
+        agg_weights = None if self.options["weighting"] == "uniform" else sizes
+        if self.owner_groups is None:
+            mean = ex.aggregate(TAG_WEIGHTS, weights, weights=agg_weights)  # R3
+        else:  # R3, each head over the clients that trained it; a head nobody trained keeps W0
+            owned = {cid: fed.parties[cid].state["owned_heads"] for cid in clients}
+            mean = aggregate_by_owner(ex, TAG_WEIGHTS, weights, self.owner_groups, owned, weights=agg_weights,
+                                      fallback=state_of(fed.server.state["model"]))
         self.timing["protocol"] += time.perf_counter() - t0
         self.aggregate_train(fed.server, mean)
         return learned

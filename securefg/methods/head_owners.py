@@ -1,0 +1,129 @@
+"""Average each dataset's head over the clients that hold that dataset (owner-only averaging).
+
+With per-dataset heads (:mod:`securefg.methods.label_groups`) every client carries every head,
+but it trains only the heads of the datasets it holds. The others it never trains; Adam's
+weight decay only shrinks them. A plain average mixes those untouched copies in, so a head held
+by 3 of 12 clients moves at a quarter of its owners' pace and is pulled toward zero. GCFL keeps
+its heads local; with one global model the equivalent is to average dataset g's head rows over
+the clients that hold g, and the shared trunk over all clients.
+
+This runs as one protected ``aggregate`` with ``mean=False``, so it works over every sum
+mechanism (plaintext, SecAgg+, CKKS): client k sends ``w_k x_k`` with the rows of its unowned
+heads zeroed, plus ``w_k [k holds g]`` for every dataset g and ``w_k`` itself; the server divides.
+What the server learns beyond the averages is the weighted number of clients holding each
+dataset. A head nobody held this round keeps the fallback the caller passes (the current
+global rows).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import torch
+from torch_geometric.data import Data
+
+from securefg.errors import ConfigError, InvalidInputError
+from securefg.federation.exchange import Exchange
+from securefg.methods.label_groups import LabelGroups
+from securefg.protocol.mechanism import ExchangeKind
+
+#: Payload key of the owner weights: one per dataset, then the client's weight.
+OWNERS_KEY = "head_owners"
+#: The GIN's output layer (securefg.models.gin.GIN.classifier): its rows are the heads.
+HEAD_PREFIX = "classifier"
+#: Below this summed owner weight a head counts as unowned. Weights are 1 (uniform) or a
+#: training-set size, so any real owner contributes at least 1.
+MIN_OWNER_WEIGHT = 0.5
+
+
+def owned_groups(groups: LabelGroups, graphs: Iterable[Data]) -> torch.Tensor:
+    """Which datasets appear among ``graphs``' labels (bool, one per dataset)."""
+    labels = [g.y.view(-1) for g in graphs]
+    owned = torch.zeros(len(groups.bounds), dtype=torch.bool)
+    if labels:
+        owned[groups.group_of(torch.cat(labels)).unique()] = True
+    return owned
+
+
+def _head_keys(state: Mapping[str, torch.Tensor], groups: LabelGroups) -> list[str]:
+    keys = [k for k in state if k.startswith(HEAD_PREFIX + ".")]
+    if not keys or any(state[k].size(0) != groups.num_classes for k in keys):
+        raise ConfigError(f"owner-only head averaging needs a {HEAD_PREFIX!r} layer with {groups.num_classes} "
+                          f"output rows; the model has {[(k, tuple(state[k].shape)) for k in keys]}")
+    return keys
+
+
+def owner_payload(state: Mapping[str, torch.Tensor], groups: LabelGroups, owned: torch.Tensor,
+                  weight: float = 1.0) -> dict[str, torch.Tensor]:
+    """``weight * state`` with the rows of unowned heads zeroed, plus the owner weights.
+
+    Pass the result to ``exchange.aggregate(..., mean=False)`` and the sum to :func:`owner_mean`.
+
+    Raises:
+        InvalidInputError: ``owned`` is not one flag per dataset, or ``weight`` is not positive.
+    """
+    if owned.dtype != torch.bool or owned.shape != (len(groups.bounds),):
+        raise InvalidInputError(f"owned must be {len(groups.bounds)} booleans, got {owned.dtype} {tuple(owned.shape)}")
+    if not weight > 0:
+        raise InvalidInputError(f"owner weight must be > 0, got {weight}")
+    out = {k: v.double() * weight for k, v in state.items()}
+    for k in _head_keys(state, groups):
+        for g, (start, stop) in enumerate(groups.bounds):
+            if not owned[g]:
+                out[k][start:stop] = 0.0
+    out[OWNERS_KEY] = torch.cat([owned.double() * weight, torch.tensor([weight], dtype=torch.float64)])
+    return out
+
+
+def owner_mean(total: Mapping[str, torch.Tensor], groups: LabelGroups,
+               fallback: Mapping[str, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
+    """The owner-only average from the summed :func:`owner_payload` s.
+
+    The trunk is divided by the total weight, each head by its owners' weight. A head with no
+    owner takes ``fallback``'s rows (zeros without one: the right value for averaged *updates*).
+
+    Raises:
+        InvalidInputError: No owner weight in ``total``, or a total weight that is not positive.
+    """
+    if OWNERS_KEY not in total or total[OWNERS_KEY].numel() != len(groups.bounds) + 1:
+        raise InvalidInputError(f"the summed payload has no {OWNERS_KEY!r} of {len(groups.bounds) + 1} entries")
+    owners = total[OWNERS_KEY].double()
+    wsum = float(owners[-1])
+    if not wsum >= MIN_OWNER_WEIGHT:
+        raise InvalidInputError(f"total weight of the contributing clients is {wsum}")
+    out = {k: v.double() / wsum for k, v in total.items() if k != OWNERS_KEY}
+    for k in _head_keys(out, groups):
+        for g, (start, stop) in enumerate(groups.bounds):
+            if float(owners[g]) >= MIN_OWNER_WEIGHT:
+                out[k][start:stop] = total[k][start:stop].double() / float(owners[g])
+            else:
+                out[k][start:stop] = 0.0 if fallback is None else fallback[k][start:stop].double()
+    return out
+
+
+def aggregate_by_owner(
+    exchange: Exchange,
+    tag: str,
+    inputs: Mapping[str, Mapping[str, torch.Tensor]],
+    groups: LabelGroups,
+    owned: Mapping[str, torch.Tensor],
+    *,
+    weights: Mapping[str, float] | None = None,
+    fallback: Mapping[str, torch.Tensor] | None = None,
+) -> dict[str, torch.Tensor]:
+    """The weighted mean of ``inputs`` through ``exchange.aggregate``, each head over its owners.
+
+    Raises:
+        ConfigError: ``tag``'s mechanism returns a statistic other than a sum (a trimmed mean
+            cut the owner weights along with the values); use ``--option head_average=all``.
+    """
+    mechanism = exchange.stack.resolve(tag, ExchangeKind.AGGREGATE).mechanism
+    if not mechanism.returns_sum:
+        raise ConfigError(f"tag {tag!r}: mechanism {mechanism.name!r} does not return a sum, which owner-only "
+                          "head averaging divides; use --option head_average=all")
+    payloads = {pid: owner_payload(x, groups, owned[pid], 1.0 if weights is None else float(weights[pid]))
+                for pid, x in inputs.items()}
+    return owner_mean(exchange.aggregate(tag, payloads, mean=False), groups, fallback)
+
+
+__all__ = ["OWNERS_KEY", "aggregate_by_owner", "owned_groups", "owner_mean", "owner_payload"]
