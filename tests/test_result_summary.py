@@ -77,3 +77,13 @@ def test_a_non_default_zero_or_false_setting_still_splits_groups() -> None:
     base = {"method": "fedavg", "dataset": "MUTAG", "rounds": 200, "seed": 1}
     assert config_label({**base, "data_seed": 0}) != config_label(base)
     assert "data_seed=0" in config_label({**base, "data_seed": 0})
+
+
+def test_python_dash_m_runs_the_same_cli(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-m", "securefg", "summarize", str(tmp_path / "none")], cwd=root,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and "none" in out.stderr

@@ -1,0 +1,7 @@
+"""``python -m securefg ...``: the same CLI as the ``securefg`` command (for checkouts not installed)."""
+
+import sys
+
+from securefg.cli import main
+
+sys.exit(main())
