@@ -16,7 +16,7 @@ from typing import Any
 from securefg.device import resolve_device, seed_everything
 from securefg.federation.federation import Federation
 from securefg.federation.runner import RoundRunner, config_fingerprint
-from securefg.methods.base import MethodConfig, method_class
+from securefg.methods.base import Method, MethodConfig, method_class
 from securefg.methods.training import TrainConfig
 from securefg.protocol.stack import ProtocolStack
 
@@ -66,12 +66,15 @@ def resolve_stack(cfg: RunConfig) -> ProtocolStack:
     return ProtocolStack.load(name)
 
 
-def run_experiment(cfg: RunConfig) -> dict[str, Any]:
-    """Run one configuration end to end; write ``<out>/result.json`` when ``out`` is set."""
+def build_method(cfg: RunConfig) -> tuple[RunConfig, Method, ProtocolStack, dict[str, Any]]:
+    """The run's method on its task and its protocol stack, nothing run yet.
+
+    Returns:
+        (the configuration as run (a one-shot method fixes its round count), the method, the
+        stack, the data description for result.json).
+    """
     from securefg.experiment_data import build_task, default_train_config, split_options
 
-    t_start = time.perf_counter()
-    seed_everything(cfg.seed)
     device = resolve_device(cfg.device)
     mcls = method_class(cfg.method)
     fixed = getattr(mcls, "fixed_rounds", None)  # one-shot methods (CeFGC) fix their round count
@@ -95,7 +98,15 @@ def run_experiment(cfg: RunConfig) -> dict[str, Any]:
     pooling = str(data_options.get("pooling", MethodConfig.graph_pooling))
     mconf = MethodConfig(rounds=cfg.rounds, train=train, device=device, seed=cfg.seed, hidden=cfg.hidden,
                          options=method_options, graph_pooling=pooling)
-    method = mcls(task, mconf)
+    return cfg, mcls(task, mconf), stack, data_info
+
+
+def run_experiment(cfg: RunConfig) -> dict[str, Any]:
+    """Run one configuration end to end; write ``<out>/result.json`` when ``out`` is set."""
+    t_start = time.perf_counter()
+    seed_everything(cfg.seed)
+    cfg, method, stack, data_info = build_method(cfg)
+    device = method.config.device
     fed = Federation(method.num_clients, stack, seed=cfg.seed, extra_parties=getattr(method, "extra_parties", ()),
                      keep_payloads=cfg.keep_payloads)
     out_dir = Path(cfg.out) if cfg.out else None

@@ -38,12 +38,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
 def config_from_args(args: argparse.Namespace) -> Any:
     from securefg.experiment import RunConfig
 
-    options: dict[str, Any] = {}
-    for item in args.option:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ConfigError(f"--option expects KEY=VALUE, got {item!r}")
-        options[key] = _parse_value(value)
+    options = parse_options(args.option)
     if args.nsf is not None:
         options["nsf"] = args.nsf
     if args.variant is not None:
@@ -59,6 +54,21 @@ def config_from_args(args: argparse.Namespace) -> Any:
         checkpoint_every=getattr(args, "checkpoint_every", 0), resume=getattr(args, "resume", False),
         progress=not getattr(args, "no_progress", False),
     )
+
+
+def parse_options(items: list[str]) -> dict[str, Any]:
+    """``--option KEY=VALUE`` strings as a dict (numbers and true/false parsed).
+
+    Raises:
+        ConfigError: An item without ``=``.
+    """
+    options: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError(f"--option expects KEY=VALUE, got {item!r}")
+        options[key] = _parse_value(value)
+    return options
 
 
 def _parse_value(v: str) -> Any:
