@@ -98,11 +98,12 @@ def test_fedavg_gives_a_dataset_head_the_mean_of_its_own_clients_only() -> None:
     assert not torch.allclose(everyone[w][2:], local[2][w][2:], atol=1e-4)
 
 
-def test_owner_averaging_over_secagg_matches_plaintext() -> None:
+@pytest.mark.parametrize(("stack", "atol"), [("fedavg_secure_sum", 1e-5), ("fedavg_ckks", 1e-4)])
+def test_owner_averaging_over_protected_sums_matches_plaintext(stack: str, atol: float) -> None:
     plain = state_of(_fedavg(_two_dataset_task(True), "plaintext", rounds=2).server.state["model"])
-    masked = state_of(_fedavg(_two_dataset_task(True), "fedavg_secure_sum", rounds=2).server.state["model"])
+    protected = state_of(_fedavg(_two_dataset_task(True), stack, rounds=2).server.state["model"])
     for k in plain:
-        assert torch.allclose(plain[k], masked[k], atol=1e-5), k
+        assert torch.allclose(plain[k], protected[k], atol=atol), k
 
 
 def test_a_trimmed_mean_mechanism_is_refused() -> None:
