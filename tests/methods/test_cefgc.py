@@ -219,3 +219,16 @@ def test_flag_options_given_as_text_are_parsed_not_cast() -> None:
     assert _as_type_of(40, "max_nodes", "40") == "40"  # only flags are parsed here
     with pytest.raises(ConfigError, match="tune_sampling"):
         _as_type_of(True, "tune_sampling", "maybe")
+
+
+def test_common_neighbour_score_nets_travel_and_get_their_own_cache(tmp_path) -> None:
+    run = _run("cefgc", "plaintext", common_neighbors=True, generator_cache=str(tmp_path))
+    received = [m for cid in run.fed.client_ids for m in run.fed.parties[cid].state["received_models"]]
+    assert received and all(m.config.common_neighbors for m in received)
+    plain = method_class("cefgc")(_task(), MethodConfig(rounds=1, seed=1, options={**FAST, "generator_cache": str(tmp_path)}))
+    graphs = _task().train[0]
+    assert run.method._cache_path(0, graphs) != plain._cache_path(0, graphs)
+    # stating the default changes nothing, so caches made before the option existed stay valid
+    stated = method_class("cefgc")(_task(), MethodConfig(rounds=1, seed=1, options={
+        **FAST, "generator_cache": str(tmp_path), "common_neighbors": False}))
+    assert stated._cache_path(0, graphs) == plain._cache_path(0, graphs)
