@@ -25,7 +25,7 @@ import torch
 from securefg.federation.federation import Federation
 from securefg.federation.party import Party
 from securefg.methods.base import Method, MethodConfig, Task, register_method, select_best_round
-from securefg.methods.head_owners import aggregate_by_owner, owned_groups
+from securefg.methods.head_owners import aggregate_by_owner, owned_groups, require_sum
 from securefg.methods.tasks import NodeTask
 from securefg.methods.training import (
     evaluate_node,
@@ -75,6 +75,8 @@ class FedAvg(Method):
             groups = self.owner_groups
             if groups is not None:
                 client.state["owned_heads"] = owned_groups(groups, client.state["data"]["train"])
+        if self.owner_groups is not None:
+            require_sum(fed.stack, TAG_UPDATE)
 
     def _client_data(self, k: int) -> Any:
         dev = self.config.device

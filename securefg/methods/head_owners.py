@@ -26,6 +26,7 @@ from securefg.errors import ConfigError, InvalidInputError
 from securefg.federation.exchange import Exchange
 from securefg.methods.label_groups import LabelGroups
 from securefg.protocol.mechanism import ExchangeKind
+from securefg.protocol.stack import ProtocolStack
 
 #: Payload key of the owner weights: one per dataset, then the client's weight.
 OWNERS_KEY = "head_owners"
@@ -101,6 +102,19 @@ def owner_mean(total: Mapping[str, torch.Tensor], groups: LabelGroups,
     return out
 
 
+def require_sum(stack: ProtocolStack, tag: str) -> None:
+    """Check, before any training, that ``tag``'s aggregate returns the sum owner averaging divides.
+
+    Raises:
+        ConfigError: The mechanism returns another statistic (a trimmed mean would cut the owner
+            weights along with the values); use ``--option head_average=all``.
+    """
+    mechanism = stack.resolve(tag, ExchangeKind.AGGREGATE).mechanism
+    if not mechanism.returns_sum:
+        raise ConfigError(f"tag {tag!r}: mechanism {mechanism.name!r} does not return a sum, which owner-only "
+                          "head averaging divides; use --option head_average=all")
+
+
 def aggregate_by_owner(
     exchange: Exchange,
     tag: str,
@@ -114,16 +128,12 @@ def aggregate_by_owner(
     """The weighted mean of ``inputs`` through ``exchange.aggregate``, each head over its owners.
 
     Raises:
-        ConfigError: ``tag``'s mechanism returns a statistic other than a sum (a trimmed mean
-            cut the owner weights along with the values); use ``--option head_average=all``.
+        ConfigError: ``tag``'s mechanism does not return a sum (:func:`require_sum`).
     """
-    mechanism = exchange.stack.resolve(tag, ExchangeKind.AGGREGATE).mechanism
-    if not mechanism.returns_sum:
-        raise ConfigError(f"tag {tag!r}: mechanism {mechanism.name!r} does not return a sum, which owner-only "
-                          "head averaging divides; use --option head_average=all")
+    require_sum(exchange.stack, tag)
     payloads = {pid: owner_payload(x, groups, owned[pid], 1.0 if weights is None else float(weights[pid]))
                 for pid, x in inputs.items()}
     return owner_mean(exchange.aggregate(tag, payloads, mean=False), groups, fallback)
 
 
-__all__ = ["OWNERS_KEY", "aggregate_by_owner", "owned_groups", "owner_mean", "owner_payload"]
+__all__ = ["OWNERS_KEY", "aggregate_by_owner", "owned_groups", "owner_mean", "owner_payload", "require_sum"]

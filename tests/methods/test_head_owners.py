@@ -114,4 +114,4 @@ def test_a_trimmed_mean_mechanism_is_refused() -> None:
     method = method_class("fedavg")(task, MethodConfig(rounds=1, seed=0, hidden=8))
     fed = Federation(method.num_clients, stack, seed=0)
     with pytest.raises(ConfigError, match="does not return a sum"):
-        RoundRunner(method, fed, rounds=1, progress=False).run()
+        method.setup(fed)  # refused before any client trains

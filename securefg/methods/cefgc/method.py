@@ -81,7 +81,7 @@ from securefg.methods.cefgc.package import (
 )
 from securefg.methods.cefgc.pairing import mix_plan, nearest_partners
 from securefg.methods.fedavg import measure_clients
-from securefg.methods.head_owners import aggregate_by_owner, owned_groups
+from securefg.methods.head_owners import aggregate_by_owner, owned_groups, require_sum
 from securefg.methods.tasks import GraphTask
 from securefg.methods.training import load_state, state_of, train_graphs_until_stall
 from securefg.models.graph_score import DEFAULT_SIGMAS, EDPScoreConfig, GraphDiffusionModel, LangevinParams
@@ -153,8 +153,8 @@ class CeFGC(Method):
         if self.num_clients < 2:
             raise ConfigError("CeFGC needs at least 2 clients: each receives the *other* clients' models")
         self.arch = Architecture(
-            config=EDPScoreConfig(common_neighbors=bool(self.options["common_neighbors"])), sigmas=DEFAULT_SIGMAS, max_node_num=int(self.options["max_nodes"]),
-            num_classes=task.num_classes, conditional=self.conditional, feature_width=task.num_features,
+            config=EDPScoreConfig(common_neighbors=bool(self.options["common_neighbors"])), sigmas=DEFAULT_SIGMAS,
+            max_node_num=int(self.options["max_nodes"]), num_classes=task.num_classes, conditional=self.conditional, feature_width=task.num_features,
         )
         self.timing: dict[str, float] = dict.fromkeys(
             ("diffusion_training", "sampler_tuning", "sampling", "protocol", "gnn_training"), 0.0)
@@ -177,6 +177,8 @@ class CeFGC(Method):
                 f"{TAG_MODEL!r} with {mech.name!r}, which cannot combine items; use protocols/cefgc_plus.toml "
                 "(ckks_relay) or protocols/plaintext.toml"
             )
+        if self.owner_groups is not None:
+            require_sum(fed.stack, TAG_WEIGHTS)
         # Dense (float, fixed layout) packages when the server combines them or CKKS carries them.
         self.dense = self.mixing or mech.name == "ckks_relay"
 
