@@ -68,7 +68,8 @@ def one_seed(dataset: str, clients: int, seed: int, root: str | None, head_avera
     groups = task.label_groups
     if groups is not None and groups.owner_average:
         payloads = [owner_payload(s, groups, owned_groups(groups, task.train[k])) for k, s in enumerate(states)]
-        load_state(average, owner_mean({n: sum(p[n] for p in payloads) for n in payloads[0]}, groups, state_of(w0)))
+        total = {n: sum(p[i][n] for p in payloads) for i in (0, 1) for n in payloads[0][i]}
+        load_state(average, owner_mean(total, groups, state_of(w0)))
     else:
         load_state(average, {n: sum(s[n] for s in states) / len(states) for n in states[0]})
     central = fit(copy.deepcopy(w0), [g for k in range(task.num_clients) for g in task.train[k]], cfg, task, seed)

@@ -119,14 +119,32 @@ class Exchange:
         *,
         weights: Mapping[str, float] | None = None,
         mean: bool = True,
+        side: Mapping[str, Tensors] | None = None,
     ) -> dict[str, torch.Tensor]:
         """The server learns Σ_k w_k x_k (divided by Σ_k w_k over survivors when ``mean``).
 
         Each client appends its weight to its weighted vector, so the weight total over the
         clients that actually survived comes out of the same protected sum.
+
+        ``side`` gives each client small public counts (e.g. how much weight it puts on each
+        model block) that are summed in the same protected sum, like the weight: not weighted,
+        not clipped, not noised. Their sums come back under their own names, never divided.
+
+        Raises:
+            InvalidInputError: A negative weight, a zero weight total for a mean, side inputs
+                missing for a client, or a side name that is also an input name.
         """
         res, call = self._call(tag, ExchangeKind.AGGREGATE)
         vecs, layout = self._vectors(inputs, tag)
+        side_vecs: dict[str, torch.Tensor] = {}
+        side_layout: Layout | None = None
+        if side is not None:
+            if set(side) != set(inputs):
+                raise InvalidInputError(f"{tag!r}: side inputs from {sorted(side)} but inputs from {sorted(inputs)}")
+            side_vecs, side_layout = self._vectors(side, f"{tag} (side)")
+            clash = {name for name, _, _ in side_layout.fields} & {name for name, _, _ in layout.fields}
+            if clash:
+                raise InvalidInputError(f"{tag!r}: side names {sorted(clash)} are also input names")
         weighted = {}
         for pid, vec in vecs.items():
             w = 1.0 if weights is None else float(weights[pid])
@@ -135,9 +153,10 @@ class Exchange:
             v = vec * w
             for t in res.transforms:
                 v = t.client(call, pid, v)
-            weighted[pid] = torch.cat([v, torch.tensor([w], dtype=torch.float64)])
+            extra = side_vecs.get(pid, torch.zeros(0, dtype=torch.float64))
+            weighted[pid] = torch.cat([v, extra, torch.tensor([w], dtype=torch.float64)])
         outcome = res.mechanism.run_aggregate(call, weighted)
-        total, wsum = outcome.total[:-1], float(outcome.total[-1])
+        total, wsum = outcome.total[: layout.size], float(outcome.total[-1])
         for t in res.transforms:
             total = t.server(call, total, outcome.contributors)
         if mean:
@@ -145,7 +164,10 @@ class Exchange:
                 raise InvalidInputError(f"{tag!r}: total weight of the survivors is {wsum}")
             total = total / wsum
         self.last_contributors = outcome.contributors
-        return unflatten(total, layout)
+        out = unflatten(total, layout)
+        if side_layout is not None:
+            out.update(unflatten(outcome.total[layout.size : layout.size + side_layout.size], side_layout))
+        return out
 
     def peer_sum(self, tag: str, target: str, inputs: Mapping[str, Tensors]) -> dict[str, torch.Tensor]:
         """``target`` learns only Σ_k inputs[k] of its peers (FedStruct's Ā[i])."""

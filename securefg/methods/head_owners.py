@@ -9,10 +9,12 @@ the clients that hold g, and the shared trunk over all clients.
 
 This runs as one protected ``aggregate`` with ``mean=False``, so it works over every sum
 mechanism (plaintext, SecAgg+, CKKS): client k sends ``w_k x_k`` with the rows of its unowned
-heads zeroed, plus ``w_k [k holds g]`` for every dataset g and ``w_k`` itself; the server divides.
-What the server learns beyond the averages is the weighted number of clients holding each
-dataset. A head nobody held this round keeps the fallback the caller passes (the current
-global rows).
+heads zeroed, and, as side inputs summed like the FedAvg weight (outside clipping and DP
+noise), ``w_k [k holds g]`` for every dataset g and ``w_k`` itself; the server divides. What the
+server learns beyond the averages is the weighted number of clients holding each dataset. A
+head nobody held this round keeps the fallback the caller passes (the current global rows).
+Under central DP a head's rows are divided by its owners' weight rather than by all clients',
+so their noise is larger by that ratio.
 """
 
 from __future__ import annotations
@@ -55,10 +57,12 @@ def _head_keys(state: Mapping[str, torch.Tensor], groups: LabelGroups) -> list[s
 
 
 def owner_payload(state: Mapping[str, torch.Tensor], groups: LabelGroups, owned: torch.Tensor,
-                  weight: float = 1.0) -> dict[str, torch.Tensor]:
-    """``weight * state`` with the rows of unowned heads zeroed, plus the owner weights.
+                  weight: float = 1.0) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+    """``state`` with the rows of unowned heads zeroed, and the owner weights.
 
-    Pass the result to ``exchange.aggregate(..., mean=False)`` and the sum to :func:`owner_mean`.
+    Returns:
+        (the masked state, ``{OWNERS_KEY: weight * [owned..., 1]}``): the aggregate's input
+        (weighted by ``weight`` there) and its side input.
 
     Raises:
         InvalidInputError: ``owned`` is not one flag per dataset, or ``weight`` is not positive.
@@ -67,18 +71,19 @@ def owner_payload(state: Mapping[str, torch.Tensor], groups: LabelGroups, owned:
         raise InvalidInputError(f"owned must be {len(groups.bounds)} booleans, got {owned.dtype} {tuple(owned.shape)}")
     if not weight > 0:
         raise InvalidInputError(f"owner weight must be > 0, got {weight}")
-    out = {k: v.double() * weight for k, v in state.items()}
+    out = {k: v.double().clone() for k, v in state.items()}
     for k in _head_keys(state, groups):
         for g, (start, stop) in enumerate(groups.bounds):
             if not owned[g]:
                 out[k][start:stop] = 0.0
-    out[OWNERS_KEY] = torch.cat([owned.double() * weight, torch.tensor([weight], dtype=torch.float64)])
-    return out
+    owners = torch.cat([owned.double() * weight, torch.tensor([weight], dtype=torch.float64)])
+    return out, {OWNERS_KEY: owners}
 
 
 def owner_mean(total: Mapping[str, torch.Tensor], groups: LabelGroups,
                fallback: Mapping[str, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
-    """The owner-only average from the summed :func:`owner_payload` s.
+    """The owner-only average from the summed :func:`owner_payload` s (weighted states and
+    owner weights side by side, as ``exchange.aggregate(..., mean=False, side=...)`` returns them).
 
     The trunk is divided by the total weight, each head by its owners' weight. A head with no
     owner takes ``fallback``'s rows (zeros without one: the right value for averaged *updates*).
@@ -133,7 +138,9 @@ def aggregate_by_owner(
     require_sum(exchange.stack, tag)
     payloads = {pid: owner_payload(x, groups, owned[pid], 1.0 if weights is None else float(weights[pid]))
                 for pid, x in inputs.items()}
-    return owner_mean(exchange.aggregate(tag, payloads, mean=False), groups, fallback)
+    total = exchange.aggregate(tag, {pid: p[0] for pid, p in payloads.items()}, weights=weights, mean=False,
+                               side={pid: p[1] for pid, p in payloads.items()})
+    return owner_mean(total, groups, fallback)
 
 
 __all__ = ["OWNERS_KEY", "aggregate_by_owner", "owned_groups", "owner_mean", "owner_payload", "require_sum"]

@@ -24,15 +24,18 @@ def _state(value: float) -> dict[str, torch.Tensor]:
             "classifier.bias": torch.full((5,), value)}
 
 
-def _sum(payloads: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
-    return {k: sum(p[k] for p in payloads) for k in payloads[0]}
+def _sum(payloads: list[tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]], weights: list[float]) -> dict[str, torch.Tensor]:
+    """What ``aggregate(mean=False, side=...)`` returns: weighted states and side sums."""
+    total = {k: sum(w * p[0][k] for p, w in zip(payloads, weights)) for k in payloads[0][0]}
+    return {**total, OWNERS_KEY: sum(p[1][OWNERS_KEY] for p in payloads)}
 
 
 def test_each_head_is_averaged_over_its_owners_and_the_trunk_over_everyone() -> None:
     a = owner_payload(_state(1.0), GROUPS, torch.tensor([True, False]), weight=1.0)
     b = owner_payload(_state(4.0), GROUPS, torch.tensor([True, True]), weight=3.0)
-    assert a[OWNERS_KEY].tolist() == [1.0, 0.0, 1.0] and torch.all(a["classifier.weight"][2:] == 0)
-    out = owner_mean(_sum([a, b]), GROUPS)
+    assert a[1][OWNERS_KEY].tolist() == [1.0, 0.0, 1.0] and b[1][OWNERS_KEY].tolist() == [3.0, 3.0, 3.0]
+    assert torch.all(a[0]["classifier.weight"][2:] == 0) and torch.all(a[0]["classifier.weight"][:2] == 1)
+    out = owner_mean(_sum([a, b], [1.0, 3.0]), GROUPS)
     assert OWNERS_KEY not in out
     assert torch.allclose(out["encoder.weight"], torch.full((2, 2), (1 + 12) / 4, dtype=torch.float64))
     assert torch.allclose(out["classifier.weight"][:2], torch.full((2, 2), 13 / 4, dtype=torch.float64))
@@ -41,7 +44,7 @@ def test_each_head_is_averaged_over_its_owners_and_the_trunk_over_everyone() -> 
 
 
 def test_a_head_nobody_holds_keeps_the_fallback_or_a_zero_update() -> None:
-    only_a = owner_payload(_state(2.0), GROUPS, torch.tensor([True, False]))
+    only_a = _sum([owner_payload(_state(2.0), GROUPS, torch.tensor([True, False]))], [1.0])
     assert torch.all(owner_mean(only_a, GROUPS)["classifier.weight"][2:] == 0)
     kept = owner_mean(only_a, GROUPS, fallback=_state(7.0))
     assert torch.all(kept["classifier.weight"][2:] == 7.0) and torch.all(kept["classifier.weight"][:2] == 2.0)
