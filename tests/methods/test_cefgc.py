@@ -232,3 +232,32 @@ def test_common_neighbour_score_nets_travel_and_get_their_own_cache(tmp_path) ->
     stated = method_class("cefgc")(_task(), MethodConfig(rounds=1, seed=1, options={
         **FAST, "generator_cache": str(tmp_path), "common_neighbors": False}))
     assert stated._cache_path(0, graphs) == plain._cache_path(0, graphs)
+
+
+def test_cached_models_serve_other_sampling_settings_without_retraining(tmp_path, monkeypatch) -> None:
+    first = _run("cefgc", "plaintext", generator_cache=str(tmp_path))
+    import securefg.methods.cefgc.method as method_module
+
+    def no_training(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("phase 1 must load the cached models, not train again")
+
+    monkeypatch.setattr(method_module, "train_generators", no_training)
+    tuned = _run("cefgc", "plaintext", generator_cache=str(tmp_path), tune_sampling=True, step_ratio=0.05, langevin_steps=2)
+    for cid in tuned.fed.client_ids:
+        report = tuned.method.info["clients"][cid]["phase1"]
+        assert report["cached"] and all("tuning" in m for m in report["models"].values())
+        ratios = {m.sampling.step_ratio for m in tuned.fed.parties[cid].state["generators"].values()}
+        assert ratios <= {0.025, 0.05, 0.1} and all(m.sampling.steps_per_level == 2
+                                                    for m in tuned.fed.parties[cid].state["generators"].values())
+        # same trained weights as the first run's
+        for slot, m in tuned.fed.parties[cid].state["generators"].items():
+            assert torch.equal(m.flat_parameters(), first.fed.parties[cid].state["generators"][slot].flat_parameters())
+    # a cold cache trains the same models and tunes with the same draws: the same run
+    monkeypatch.undo()
+    cold = _run("cefgc", "plaintext", generator_cache=str(tmp_path / "cold"), tune_sampling=True, step_ratio=0.05,
+                langevin_steps=2)
+    assert cold.summary["test_auc"] == tuned.summary["test_auc"]
+    for cid in cold.fed.client_ids:
+        picked = [{s: (m["sampling"], m["tuning"]) for s, m in run.method.info["clients"][cid]["phase1"]["models"].items()}
+                  for run in (cold, tuned)]
+        assert picked[0] == picked[1]

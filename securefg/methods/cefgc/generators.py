@@ -3,8 +3,10 @@
 * Phase 1 (:func:`train_generators`, offline): CeFGC trains one EDP-GNN per class it holds,
   CeFGC* one label-conditioned EDP-GNN. Graphs above ``max_node_num`` are left out of the
   generator's training (cefgc.md §6.1 item 14) but stay in the classifier's. The *sender* then
-  picks its Langevin step ratio by degree + clustering MMD against its own training graphs
-  (EDP-GNN's validation search, which a receiver cannot run) and ships the choice (§6.1 item 13).
+  sets its Langevin settings (:func:`set_sampling`), optionally picking its step ratio by
+  degree + clustering MMD against its own training graphs (EDP-GNN's validation search, which a
+  receiver cannot run), and ships the choice (§6.1 item 13). The two steps are separate so
+  that trained models can be cached and re-used under other sampling settings.
   Next to every model the sender fits its node-feature table (:func:`fit_feature_tables`,
   :mod:`.node_features`) on all its training graphs, large ones included.
 * Phase 3 (:func:`synthesize`): a client samples graphs from every received model, draws
@@ -39,7 +41,6 @@ class PhaseOneReport:
 
     models: dict[int, dict[str, Any]] = field(default_factory=dict)
     train_seconds: float = 0.0
-    tune_seconds: float = 0.0
 
 
 def _label(g: Data) -> int:
@@ -55,13 +56,10 @@ def train_generators(
     batch_size: int,
     lr: float,
     patience: int | None,
-    sampling: LangevinParams,
-    tune: bool,
-    tune_samples: int,
     generator: torch.Generator,
     device: torch.device,
 ) -> tuple[dict[int, GraphDiffusionModel], PhaseOneReport]:
-    """Train a client's generator(s) on its local training graphs.
+    """Train a client's generator(s) on its local training graphs (sampling settings: :func:`set_sampling`).
 
     Args:
         graphs (Sequence[Data]): The client's training graphs (labels in the global space).
@@ -71,9 +69,6 @@ def train_generators(
         batch_size (int): Graphs per step.
         lr (float): Adam learning rate.
         patience (int, optional): Early stopping on the training loss.
-        sampling (LangevinParams): Default sampling settings (steps, noise factor).
-        tune (bool): Let the sender choose the step ratio by MMD.
-        tune_samples (int): Graphs drawn per candidate when tuning.
         generator (torch.Generator): The client's own randomness.
         device (torch.device): Where to train.
 
@@ -81,19 +76,11 @@ def train_generators(
         ({slot: model}, report): slot = class (CeFGC) or 0 (CeFGC*).
     """
     report = PhaseOneReport()
-    small = [g for g in graphs if int(g.num_nodes) <= arch.max_node_num]
-    groups: dict[int, list[Data]]
-    if arch.conditional:
-        groups = {0: small}
-    else:
-        groups = {}
-        for g in small:
-            groups.setdefault(_label(g), []).append(g)
     models: dict[int, GraphDiffusionModel] = {}
-    for slot, members in sorted(groups.items()):
+    for slot, members in sorted(training_sets(graphs, arch).items()):
         if not members:
             continue
-        model = arch.new_model(class_label=slot, init_seed=init_seed, sampling=sampling)
+        model = arch.new_model(class_label=slot, init_seed=init_seed)
         labels = [_label(g) for g in members] if arch.conditional else None
         t0 = time.perf_counter()
         fit = model.fit(members, labels, epochs=epochs, batch_size=batch_size, lr=lr, generator=generator,
@@ -104,15 +91,55 @@ def train_generators(
                                                                and int(g.num_nodes) > arch.max_node_num),
             "epochs": len(fit.losses), "final_loss": fit.losses[-1], "seconds": fit.seconds,
         }
-        if tune:
-            t0 = time.perf_counter()
-            model.sampling, info["tuning"] = choose_sampling(model, members, labels, sampling=sampling,
-                                                             samples=tune_samples, generator=generator, device=device)
-            report.tune_seconds += time.perf_counter() - t0
-        info["sampling"] = [model.sampling.steps_per_level, model.sampling.step_ratio, model.sampling.noise_factor]
         models[slot] = model
         report.models[slot] = info
     return models, report
+
+
+def training_sets(graphs: Sequence[Data], arch: Architecture) -> dict[int, list[Data]]:
+    """Each generator slot's training graphs: per class (CeFGC) or all (CeFGC*, slot 0), capped."""
+    small = [g for g in graphs if int(g.num_nodes) <= arch.max_node_num]
+    if arch.conditional:
+        return {0: small}
+    groups: dict[int, list[Data]] = {}
+    for g in small:
+        groups.setdefault(_label(g), []).append(g)
+    return groups
+
+
+def set_sampling(
+    models: dict[int, GraphDiffusionModel],
+    graphs: Sequence[Data],
+    arch: Architecture,
+    *,
+    sampling: LangevinParams,
+    tune: bool,
+    tune_samples: int,
+    generator: torch.Generator,
+    device: torch.device,
+) -> tuple[dict[int, dict[str, Any]], float]:
+    """The sender's Langevin settings for each trained model: ``sampling``, or with ``tune`` the
+    step ratio its own training graphs prefer (:func:`choose_sampling`).
+
+    Returns:
+        ({slot: {"sampling": [steps, ratio, noise], "tuning": {...}}}, seconds spent tuning).
+    """
+    sets = training_sets(graphs, arch)
+    out: dict[int, dict[str, Any]] = {}
+    seconds = 0.0
+    for slot, model in sorted(models.items()):
+        info: dict[str, Any] = {}
+        model.sampling = sampling
+        if tune:
+            members = sets.get(slot, [])
+            labels = [_label(g) for g in members] if arch.conditional else None
+            t0 = time.perf_counter()
+            model.sampling, info["tuning"] = choose_sampling(model, members, labels, sampling=sampling,
+                                                             samples=tune_samples, generator=generator, device=device)
+            seconds += time.perf_counter() - t0
+        info["sampling"] = [model.sampling.steps_per_level, model.sampling.step_ratio, model.sampling.noise_factor]
+        out[slot] = info
+    return out, seconds
 
 
 def fit_feature_tables(graphs: Sequence[Data], arch: Architecture) -> dict[int, NodeFeatureTable]:
@@ -197,4 +224,5 @@ def synthesize(
     return out, records
 
 
-__all__ = ["PhaseOneReport", "allocation", "choose_sampling", "fit_feature_tables", "synthesize", "train_generators"]
+__all__ = ["PhaseOneReport", "allocation", "choose_sampling", "fit_feature_tables", "set_sampling", "synthesize",
+           "train_generators", "training_sets"]

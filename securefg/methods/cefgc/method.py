@@ -68,7 +68,7 @@ from securefg.federation.federation import Federation
 from securefg.federation.party import Party
 from securefg.methods.base import Method, MethodConfig, Task
 from securefg.methods.cefgc import flights as flight_log
-from securefg.methods.cefgc.generators import fit_feature_tables, synthesize, train_generators
+from securefg.methods.cefgc.generators import fit_feature_tables, set_sampling, synthesize, train_generators
 from securefg.methods.cefgc.package import (
     Architecture,
     canonical_order,
@@ -95,6 +95,8 @@ TAG_INIT = "cefgc/init"
 """R2 (broadcast): the GIN initialisation W0."""
 TAG_WEIGHTS = "cefgc/weights"
 """R3 (aggregate): each client's trained GIN weights; the server learns only their mean."""
+#: Offsets the sender's sampler-tuning draws from its training draws (same client seed).
+TUNE_SEED_OFFSET = 500_009
 
 
 class CeFGC(Method):
@@ -120,7 +122,9 @@ class CeFGC(Method):
         gnn_patience (int): Stop after this many epochs without loss decrease. (default: ``30``)
         weighting (str): FedAvg weights ``"uniform"`` (paper prose) or ``"size"``.
         generator_cache (str): Folder where each client keeps its phase-1 models (offline
-            and reusable, as the paper says); empty = no cache. (default: ``""``)
+            and reusable, as the paper says); empty = no cache. The key holds what training
+            depends on, not the Langevin settings, so cached models serve any sampling and
+            tuning choice. (default: ``""``)
         variant (str): ``"basic"`` or ``"star"`` (the CLI's ``--variant``). (default: class's)
     """
 
@@ -212,21 +216,26 @@ class CeFGC(Method):
             report["cached"] = True
         else:
             gen = torch.Generator().manual_seed(self.config.seed * 7919 + k)
-            sampling = LangevinParams(int(o["langevin_steps"]), float(o["step_ratio"]), float(o["noise_factor"]))
             models, rep = train_generators(
                 graphs, self.arch, init_seed=self.init_seed, epochs=int(o["diffusion_epochs"]),
                 batch_size=int(o["diffusion_batch"]), lr=float(o["diffusion_lr"]),
-                patience=int(o["diffusion_patience"]) or None, sampling=sampling, tune=bool(o["tune_sampling"]),
-                tune_samples=int(o["tune_samples"]), generator=gen, device=self.config.device,
+                patience=int(o["diffusion_patience"]) or None, generator=gen, device=self.config.device,
             )
-            report = {"models": {str(s): v for s, v in rep.models.items()}, "train_seconds": rep.train_seconds,
-                      "tune_seconds": rep.tune_seconds, "cached": False}
+            report = {"models": {str(s): v for s, v in rep.models.items()}, "train_seconds": rep.train_seconds, "cached": False}
             if cache is not None:
                 cache.parent.mkdir(parents=True, exist_ok=True)
                 cache.write_bytes(encode_tensors(pack_exact(models)))
                 cache.with_suffix(".json").write_text(json.dumps(report))
             self.timing["diffusion_training"] += rep.train_seconds
-            self.timing["sampler_tuning"] += rep.tune_seconds
+        # the sender's Langevin settings: not part of the cache, so cached models serve any of them
+        sampling = LangevinParams(int(o["langevin_steps"]), float(o["step_ratio"]), float(o["noise_factor"]))
+        chosen, tune_seconds = set_sampling(
+            models, graphs, self.arch, sampling=sampling, tune=bool(o["tune_sampling"]), tune_samples=int(o["tune_samples"]),
+            generator=torch.Generator().manual_seed(self.config.seed * 7919 + k + TUNE_SEED_OFFSET), device=self.config.device)
+        for slot, info in chosen.items():
+            report["models"].setdefault(str(slot), {}).update(info)
+        report["tune_seconds"] = tune_seconds
+        self.timing["sampler_tuning"] += tune_seconds
         client.state["generators"] = models
         client.state["feature_tables"] = fit_feature_tables(graphs, self.arch)
         self.info["clients"][client.pid] = {"phase1": report}
@@ -362,12 +371,11 @@ class CeFGC(Method):
             h.update(g.edge_index.numpy().tobytes())
             h.update(int(g.num_nodes).to_bytes(4, "little"))
             h.update(int(g.y.view(-1)[0]).to_bytes(4, "little"))
+        # what training depends on; Langevin settings are applied after loading (set_sampling)
         keys = ("diffusion_epochs", "diffusion_patience", "diffusion_lr", "diffusion_batch", "max_nodes",
-                "langevin_steps", "noise_factor", "step_ratio", "tune_sampling", "tune_samples")
-        # options added after caches existed join the key only when set, so older caches stay valid
-        later = [x for x in ("common_neighbors",) if self.options[x] != self.option_defaults[x]]
-        h.update(json.dumps([self.conditional, self.init_seed, self.config.seed, k, self.task.num_classes,
-                             *(self.options[x] for x in keys), *((x, self.options[x]) for x in later)]).encode())
+                "common_neighbors")
+        h.update(json.dumps(["phase1-v2", self.conditional, self.init_seed, self.config.seed, k,
+                             self.task.num_classes, *(self.options[x] for x in keys)]).encode())
         return Path(root) / f"client{k}-{h.hexdigest()[:20]}.sfgt"
 
 
