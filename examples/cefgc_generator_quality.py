@@ -136,4 +136,10 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
 
 
 if __name__ == "__main__":
-    main()
+    from securefg.errors import SecureFGError
+
+    try:
+        main()
+    except SecureFGError as exc:  # bad dataset, option or data root: say which, no traceback
+        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        sys.exit(2)
