@@ -66,17 +66,17 @@ class FedAvg(Method):
 
     # ------------------------------------------------------------------ setup
     def setup(self, fed: Federation) -> None:
+        groups = self.owner_groups
+        if groups is not None:  # refuse a non-sum aggregate before anything trains
+            require_sum(fed.stack, TAG_UPDATE)
         fed.server.state["model"] = self.make_model()
         for k, client in enumerate(fed.clients):
             client.state["data"] = self._client_data(k)
             client.state["model"] = self.make_model()
             if self.clients_take_steps:
                 client.state["optimizer"] = self.optimizer_for(client.state["model"])
-            groups = self.owner_groups
             if groups is not None:
                 client.state["owned_heads"] = owned_groups(groups, client.state["data"]["train"])
-        if self.owner_groups is not None:
-            require_sum(fed.stack, TAG_UPDATE)
 
     def _client_data(self, k: int) -> Any:
         dev = self.config.device

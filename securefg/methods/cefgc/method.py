@@ -157,8 +157,9 @@ class CeFGC(Method):
         if self.num_clients < 2:
             raise ConfigError("CeFGC needs at least 2 clients: each receives the *other* clients' models")
         self.arch = Architecture(
-            config=EDPScoreConfig(common_neighbors=bool(self.options["common_neighbors"])), sigmas=DEFAULT_SIGMAS,
-            max_node_num=int(self.options["max_nodes"]), num_classes=task.num_classes, conditional=self.conditional, feature_width=task.num_features,
+            config=EDPScoreConfig(common_neighbors=bool(self.options["common_neighbors"])),
+            sigmas=DEFAULT_SIGMAS, max_node_num=int(self.options["max_nodes"]), num_classes=task.num_classes,
+            conditional=self.conditional, feature_width=task.num_features,
         )
         self.timing: dict[str, float] = dict.fromkeys(
             ("diffusion_training", "sampler_tuning", "sampling", "protocol", "gnn_training"), 0.0)
