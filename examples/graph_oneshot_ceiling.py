@@ -9,7 +9,12 @@ after 30 without a training-loss decrease):
 * **one-shot**: each client's GIN on its own graphs, averaged once (CeFGC without synthetic
   graphs; with one head per dataset, each head over the clients holding its dataset unless
   ``--head-average all``);
-* **local**: each client's GIN on its own graphs (mean over clients).
+* **local**: each client's GIN on its own graphs (mean over clients);
+* **perfect generators** (``--perfect``): CeFGC with generators that sample exactly the graphs
+  they were meant to imitate. Each client trains on its own graphs plus as many graphs drawn with
+  replacement from the other clients' per-class training graphs (split evenly over the
+  (client, class) units, as CeFGC splits them over received models), real features and sizes,
+  no node cap; the GINs are averaged once. No generator can give CeFGC more than this.
 
 It prints the global-test ROC-AUC of each, per seed and as a mean. The closing notes use it to
 explain why PROTEINS stays below 0.85 (seeds 0-4: central 0.832, one-shot 0.813,
@@ -35,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from securefg.experiment import RunConfig
 from securefg.experiment_data import build_task, default_train_config
 from securefg.methods.base import MethodConfig
+from securefg.methods.cefgc.generators import allocation
 from securefg.methods.head_owners import owned_groups, owner_mean, owner_payload
 from securefg.methods.tasks import GraphTask
 from securefg.methods.training import evaluate_graphs, load_state, state_of, train_graphs_until_stall
@@ -55,7 +61,38 @@ def auc(model: torch.nn.Module, task: GraphTask) -> float:
     return evaluate_graphs(model, task.global_test, task.num_classes, CPU, groups=task.label_groups)["auc"]
 
 
-def one_seed(dataset: str, clients: int, seed: int, root: str | None, head_average: str = "owners") -> dict[str, float]:
+def perfect_synthetic(task: GraphTask, k: int, seed: int) -> list:
+    """Client k's synthetic set if every received generator reproduced its sender's class exactly."""
+    units = []
+    for j in range(task.num_clients):
+        if j == k:
+            continue
+        by_class: dict[int, list] = {}
+        for g in task.train[j]:
+            by_class.setdefault(int(g.y.view(-1)[0]), []).append(g)
+        units.extend(by_class[c] for c in sorted(by_class))
+    gen = torch.Generator().manual_seed(seed * 7919 + k)
+    out = []
+    for pool, count in zip(units, allocation(len(units), len(task.train[k])), strict=True):
+        out.extend(pool[int(i)] for i in torch.randint(len(pool), (count,), generator=gen))
+    return out
+
+
+def one_shot_average(states: list[dict], w0: torch.nn.Module, task: GraphTask, trained_on: list[list]) -> torch.nn.Module:
+    """One FedAvg of the clients' states (per-dataset heads over the clients that trained them)."""
+    average = copy.deepcopy(w0)
+    groups = task.label_groups
+    if groups is not None and groups.owner_average:
+        payloads = [owner_payload(s, groups, owned_groups(groups, graphs)) for s, graphs in zip(states, trained_on)]
+        total = {n: sum(p[i][n] for p in payloads) for i in (0, 1) for n in payloads[0][i]}
+        load_state(average, owner_mean(total, groups, state_of(w0)))
+    else:
+        load_state(average, {n: sum(s[n] for s in states) / len(states) for n in states[0]})
+    return average
+
+
+def one_seed(dataset: str, clients: int, seed: int, root: str | None, head_average: str = "owners",
+             perfect: bool = False) -> dict[str, float]:
     options = {} if head_average == "owners" else {"head_average": head_average}  # owners: the default
     cfg = RunConfig(method="cefgc", dataset=dataset, clients=clients, seed=seed, data_root=root, options=options)
     task, _ = build_task(cfg)
@@ -63,18 +100,15 @@ def one_seed(dataset: str, clients: int, seed: int, root: str | None, head_avera
     torch.manual_seed(seed)
     w0 = GIN(task.num_features, task.num_classes, pooling=MethodConfig.graph_pooling)
     locals_ = [fit(copy.deepcopy(w0), task.train[k], cfg, task, seed * 10 + k) for k in range(task.num_clients)]
-    states = [state_of(m) for m in locals_]
-    average = copy.deepcopy(w0)
-    groups = task.label_groups
-    if groups is not None and groups.owner_average:
-        payloads = [owner_payload(s, groups, owned_groups(groups, task.train[k])) for k, s in enumerate(states)]
-        total = {n: sum(p[i][n] for p in payloads) for i in (0, 1) for n in payloads[0][i]}
-        load_state(average, owner_mean(total, groups, state_of(w0)))
-    else:
-        load_state(average, {n: sum(s[n] for s in states) / len(states) for n in states[0]})
+    average = one_shot_average([state_of(m) for m in locals_], w0, task, list(task.train))
     central = fit(copy.deepcopy(w0), [g for k in range(task.num_clients) for g in task.train[k]], cfg, task, seed)
-    return {"central": auc(central, task), "one-shot": auc(average, task),
-            "local": statistics.mean(auc(m, task) for m in locals_)}
+    row = {"central": auc(central, task), "one-shot": auc(average, task),
+           "local": statistics.mean(auc(m, task) for m in locals_)}
+    if perfect:
+        sets = [list(task.train[k]) + perfect_synthetic(task, k, seed) for k in range(task.num_clients)]
+        fitted = [fit(copy.deepcopy(w0), sets[k], cfg, task, seed * 7919 + k) for k in range(task.num_clients)]
+        row["perfect"] = auc(one_shot_average([state_of(m) for m in fitted], w0, task, sets), task)
+    return row
 
 
 def main() -> None:
@@ -86,16 +120,19 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--head-average", choices=("owners", "all"), default="owners",
                    help="several datasets: average each head over its dataset's clients (owners) or all clients")
+    p.add_argument("--perfect", action="store_true",
+                   help="also run CeFGC with perfect generators (synthetic graphs drawn from the senders' real graphs)")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     rows = []
+    columns = ["central", "one-shot", "local"] + (["perfect"] if args.perfect else [])
     print(f"{args.dataset}, {args.clients} clients per dataset: global-test ROC-AUC")
-    print("seed  central  one-shot  local")
+    print("seed  " + "  ".join(f"{c:>8}" for c in columns))
     for s in args.seeds:
-        r = one_seed(args.dataset, args.clients, s, args.data_root, args.head_average)
+        r = one_seed(args.dataset, args.clients, s, args.data_root, args.head_average, args.perfect)
         rows.append(r)
-        print(f"{s:>4}  {r['central']:.4f}   {r['one-shot']:.4f}    {r['local']:.4f}", flush=True)
-    print("mean  " + "   ".join(f"{statistics.mean(r[k] for r in rows):.4f}" for k in ("central", "one-shot", "local")))
+        print(f"{s:>4}  " + "  ".join(f"{r[c]:>8.4f}" for c in columns), flush=True)
+    print("mean  " + "  ".join(f"{statistics.mean(r[c] for r in rows):>8.4f}" for c in columns))
 
 
 if __name__ == "__main__":
