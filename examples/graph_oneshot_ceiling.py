@@ -52,6 +52,7 @@ CPU = torch.device("cpu")
 def fit(model: torch.nn.Module, graphs: list, cfg: RunConfig, task: GraphTask, seed: int) -> torch.nn.Module:
     t = default_train_config(cfg, task)
     opt = torch.optim.Adam(model.parameters(), lr=t.lr, weight_decay=t.weight_decay)
+    torch.manual_seed(seed)  # dropout draws: each fit has its own, as each CeFGC client seeds its own
     train_graphs_until_stall(model, opt, graphs, max_epochs=500, patience=30, batch_size=t.batch_size, device=CPU,
                              generator=torch.Generator().manual_seed(seed), groups=task.label_groups)
     return model
