@@ -1,0 +1,57 @@
+"""``examples/graph_oneshot_ceiling.py``: the perfect-generator bound draws what CeFGC would receive."""
+
+import importlib.util
+from collections import Counter
+from pathlib import Path
+
+import torch
+
+from securefg.experiment import RunConfig
+from securefg.experiment_data import build_task
+from securefg.methods.base import MethodConfig
+from securefg.methods.training import state_of
+from securefg.models.gin import GIN
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "graph_oneshot_ceiling.py"
+
+
+def _example():
+    spec = importlib.util.spec_from_file_location("graph_oneshot_ceiling", EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _task(clients: int = 3):
+    task, _ = build_task(RunConfig(method="cefgc", dataset="synthetic-graphs", clients=clients, seed=0))
+    return task
+
+
+def _label(g) -> int:
+    return int(g.y.view(-1)[0])
+
+
+def test_perfect_synthetic_draws_only_other_clients_graphs_evenly_per_class() -> None:
+    example, task = _example(), _task()
+    for k in range(task.num_clients):
+        drawn = example.perfect_synthetic(task, k, seed=0)
+        assert len(drawn) == len(task.train[k])  # CeFGC's default ratio: one synthetic graph per local graph
+        own = {id(g) for g in task.train[k]}
+        owner = {id(g): j for j in range(task.num_clients) for g in task.train[j]}
+        assert all(id(g) not in own and id(g) in owner for g in drawn)
+        units = Counter((owner[id(g)], _label(g)) for g in drawn)
+        expected = {(j, _label(g)) for j in range(task.num_clients) if j != k for g in task.train[j]}
+        assert set(units) == expected  # every received (client, class) unit contributes
+        assert max(units.values()) - min(units.values()) <= 1
+        again = example.perfect_synthetic(task, k, seed=0)
+        assert [id(g) for g in again] == [id(g) for g in drawn]  # seeded: the same draws
+
+
+def test_one_shot_average_is_the_plain_mean_with_one_dataset() -> None:
+    example, task = _example(), _task(clients=2)
+    torch.manual_seed(0)
+    w0 = GIN(task.num_features, task.num_classes, pooling=MethodConfig.graph_pooling)
+    states = [{n: t + shift for n, t in state_of(w0).items()} for shift in (1.0, 3.0)]
+    average = state_of(example.one_shot_average(states, w0, task, list(task.train)))
+    for n, t in state_of(w0).items():
+        assert torch.allclose(average[n], t + 2.0)
