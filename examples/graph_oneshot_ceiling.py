@@ -4,8 +4,8 @@ For each seed it builds the run's split (``securefg run --dataset D --clients K 
 trains the graph-task GIN from the same W0 with CeFGC's stopping rule (up to 500 epochs, stop
 after 30 without a training-loss decrease):
 
-* **central**: one GIN on the pooled training graphs of all clients (the most that synthetic
-  copies of those graphs can give);
+* **central**: one GIN on the pooled training graphs of all clients (what the classifier learns
+  from every graph that the synthetic graphs imitate);
 * **one-shot**: each client's GIN on its own graphs, averaged once (CeFGC without synthetic
   graphs; with one head per dataset, each head over the clients holding its dataset unless
   ``--head-average all``);
@@ -14,15 +14,17 @@ after 30 without a training-loss decrease):
   they were meant to imitate. Each client trains on its own graphs plus as many graphs drawn with
   replacement from the other clients' per-class training graphs (split evenly over the
   (client, class) units, as CeFGC splits them over received models), real features and sizes,
-  no node cap; the GINs are averaged once. No generator can give CeFGC more than this.
+  no node cap; the GINs are averaged once. This is CeFGC with ideal generators. It is not an
+  upper bound: the one-shot average's quality also depends on how far the clients' GINs drift
+  from W0, and on MUTAG noisier synthetic graphs score higher than these exact copies.
 
-It prints the global-test ROC-AUC of each, per seed and as a mean. The closing notes use it to
-explain why PROTEINS stays below 0.85 (seeds 0-4: central 0.832, one-shot 0.813,
-local 0.800).
+It prints the global-test ROC-AUC of each, per seed and as a mean. ``docs/cefgc.md`` uses it to
+explain why PROTEINS stays below 0.85 (seeds 0-4: central 0.837, one-shot 0.813, local 0.808,
+perfect generators 0.813).
 
 Usage::
 
-    python examples/graph_oneshot_ceiling.py [--dataset PROTEINS] [--clients 3] [--seeds 0 1 2 3 4]
+    python examples/graph_oneshot_ceiling.py [--dataset PROTEINS] [--clients 3] [--seeds 0 1 2 3 4] [--perfect]
 """
 
 from __future__ import annotations
