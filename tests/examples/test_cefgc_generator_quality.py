@@ -1,23 +1,14 @@
 """``examples/cefgc_generator_quality.py`` (the paper's Table 8 check) on the built-in graph set."""
 
-import importlib.util
 import json
 import math
 from pathlib import Path
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cefgc_generator_quality.py"
 
-
-def _example():
-    spec = importlib.util.spec_from_file_location("cefgc_generator_quality", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_every_client_and_class_gets_generated_and_floor_mmds(tmp_path: Path, capsys) -> None:
+def test_every_client_and_class_gets_generated_and_floor_mmds(tmp_path: Path, capsys, load_example) -> None:
+    example = load_example("cefgc_generator_quality")
     out = tmp_path / "quality.json"
-    rows = _example().main(["--dataset", "synthetic-graphs", "--clients", "2", "--option", "diffusion_epochs=3",
+    rows = example.main(["--dataset", "synthetic-graphs", "--clients", "2", "--option", "diffusion_epochs=3",
                             "--option", "langevin_steps=2", "--option", "max_nodes=20",
                             "--generator-cache", str(tmp_path / "cache"), "--out", str(out)])
     assert {r["client"] for r in rows} == {"client/0", "client/1"} and len({r["class"] for r in rows}) >= 2
@@ -29,7 +20,7 @@ def test_every_client_and_class_gets_generated_and_floor_mmds(tmp_path: Path, ca
     assert json.loads(out.read_text())["rows"] == json.loads(json.dumps(rows))
     assert "mean over clients" in capsys.readouterr().out
     # the second call loads the phase-1 models from the cache: same models, same draws
-    again = _example().main(["--dataset", "synthetic-graphs", "--clients", "2", "--option", "diffusion_epochs=3",
+    again = load_example("cefgc_generator_quality").main(["--dataset", "synthetic-graphs", "--clients", "2", "--option", "diffusion_epochs=3",
                              "--option", "langevin_steps=2", "--option", "max_nodes=20",
                              "--generator-cache", str(tmp_path / "cache")])
     assert [r["generated"] for r in again] == [r["generated"] for r in rows]

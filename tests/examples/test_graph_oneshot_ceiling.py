@@ -1,8 +1,6 @@
-"""``examples/graph_oneshot_ceiling.py``: the perfect-generator bound draws what CeFGC would receive."""
+"""``examples/graph_oneshot_ceiling.py``: the ideal-generator column draws what CeFGC would receive."""
 
-import importlib.util
 from collections import Counter
-from pathlib import Path
 
 import torch
 
@@ -11,15 +9,6 @@ from securefg.experiment_data import build_task
 from securefg.methods.base import MethodConfig
 from securefg.methods.training import state_of
 from securefg.models.gin import GIN
-
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "graph_oneshot_ceiling.py"
-
-
-def _example():
-    spec = importlib.util.spec_from_file_location("graph_oneshot_ceiling", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _task(clients: int = 3):
@@ -31,8 +20,8 @@ def _label(g) -> int:
     return int(g.y.view(-1)[0])
 
 
-def test_perfect_synthetic_draws_only_other_clients_graphs_evenly_per_class() -> None:
-    example, task = _example(), _task()
+def test_perfect_synthetic_draws_only_other_clients_graphs_evenly_per_class(load_example) -> None:
+    example, task = load_example("graph_oneshot_ceiling"), _task()
     for k in range(task.num_clients):
         drawn = example.perfect_synthetic(task, k, seed=0)
         assert len(drawn) == len(task.train[k])  # CeFGC's default ratio: one synthetic graph per local graph
@@ -47,8 +36,8 @@ def test_perfect_synthetic_draws_only_other_clients_graphs_evenly_per_class() ->
         assert [id(g) for g in again] == [id(g) for g in drawn]  # seeded: the same draws
 
 
-def test_one_shot_average_is_the_plain_mean_with_one_dataset() -> None:
-    example, task = _example(), _task(clients=2)
+def test_one_shot_average_is_the_plain_mean_with_one_dataset(load_example) -> None:
+    example, task = load_example("graph_oneshot_ceiling"), _task(clients=2)
     torch.manual_seed(0)
     w0 = GIN(task.num_features, task.num_classes, pooling=MethodConfig.graph_pooling)
     states = [{n: t + shift for n, t in state_of(w0).items()} for shift in (1.0, 3.0)]
