@@ -202,7 +202,8 @@ def plot_history(history: list[dict[str, Any]], path: Path, *, title: str) -> No
 
     rounds = [h["round"] + 1 for h in history]
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    for key, label in (("mean_val", "mean client validation"), ("mean_test", "mean client test"), ("global_test_auc", "global test AUC")):
+    for key, label in (("mean_val", "mean client validation"), ("mean_test", "mean client test"), ("global_test_auc", "global test AUC"),
+                       ("global_val_auc", "global validation AUC")):
         ys = [h.get(key) for h in history]
         if any(isinstance(y, float) for y in ys):
             ax.plot(rounds, [y if isinstance(y, float) else float("nan") for y in ys], label=label)

@@ -184,7 +184,9 @@ class FedProx(FedAvg):
 
 def measure_clients(method: Method, fed: Federation) -> dict[str, Any]:
     """Mean and per-client scores each client computed on its own data; plus, for graph
-    tasks, the server's global model on the global test set."""
+    tasks, the server's global model on the global test set and on the clients' pooled
+    validation graphs (``global_val_auc``: a collapsed average shows there without looking at
+    the test set)."""
     per_client = {cid: dict(fed.parties[cid].state.get("scores", {})) for cid in fed.client_ids}
     out: dict[str, Any] = {"per_client": per_client}
     if isinstance(method.task, NodeTask):
@@ -200,6 +202,9 @@ def measure_clients(method: Method, fed: Federation) -> dict[str, Any]:
         if model is not None:
             g = method.score_graphs(model, method.task.global_test)
             out["global_test_acc"], out["global_test_auc"] = g["acc"], g["auc"]
+            val = [x for cid in fed.client_ids for x in fed.parties[cid].state["data"]["val"]]
+            if val:
+                out["global_val_auc"] = method.score_graphs(model, val)["auc"]
             if "auc_by_dataset" in g:
                 out["global_test_auc_by_dataset"] = g["auc_by_dataset"]
     return out
@@ -228,6 +233,8 @@ def summarize_task(task: Task, history: list[dict[str, Any]]) -> dict[str, Any]:
         "test_acc": at.get("global_test_acc"),
         "final_test_auc": last.get("global_test_auc", last.get("mean_test")),
         "final_test_acc": last.get("global_test_acc"),
+        **({"global_val_auc": at["global_val_auc"], "final_global_val_auc": last.get("global_val_auc")}
+           if "global_val_auc" in at else {}),
         **({"test_auc_by_dataset": at["global_test_auc_by_dataset"],
             "final_test_auc_by_dataset": last["global_test_auc_by_dataset"]} if "global_test_auc_by_dataset" in at else {}),
         "best_round": best["best_round"],

@@ -113,6 +113,12 @@ def test_r2_bundles_hold_the_other_clients_mixes_and_not_the_own_one(plain_plus_
             assert all(torch.allclose(g[k].double(), w[k], atol=1e-6) for k in g)
 
 
+def test_summary_scores_the_global_model_on_the_clients_pooled_validation_graphs(plain_plus_run: Run) -> None:
+    method, fed = plain_plus_run.method, plain_plus_run.fed
+    pooled = [g for cid in fed.client_ids for g in fed.parties[cid].state["data"]["val"]]
+    assert plain_plus_run.summary["global_val_auc"] == method.score_graphs(fed.server.state["model"], pooled)["auc"]
+
+
 def test_sealed_stack_forwards_only_sealed_models_and_excludes_the_receivers_own() -> None:
     run = _run("cefgc", "cefgc", tune_sampling=True, tune_samples=4)  # also the sender's sampler choice
     fed = run.fed

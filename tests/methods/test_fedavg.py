@@ -72,8 +72,13 @@ def test_graph_fedavg_learns_synthetic_structure_classes():
     train = [[graphs[i] for i in perm[k::3]] for k in range(3)]
     task = GraphTask(train=train, val=[graphs[120:135]] * 3, test=[graphs[135:150]] * 3,
                      global_test=graphs[150:], num_features=feat, num_classes=3)
-    _, fed, out = _run("fedavg", task, rounds=15, lr=0.01, local_epochs=2)
+    method, fed, out = _run("fedavg", task, rounds=15, lr=0.01, local_epochs=2)
     assert out.summary["test_auc"] > 0.8
+    # the global model on the clients' pooled validation graphs, at the chosen round and the last
+    at = next(h for h in out.history if h["round"] == out.summary["best_round"])
+    assert out.summary["global_val_auc"] == at["global_val_auc"]
+    pooled = [g for cid in fed.client_ids for g in fed.parties[cid].state["data"]["val"]]
+    assert out.summary["final_global_val_auc"] == method.score_graphs(fed.server.state["model"], pooled)["auc"]
 
 
 def test_unknown_method_option_is_rejected():

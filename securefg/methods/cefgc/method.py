@@ -338,6 +338,7 @@ class CeFGC(Method):
         last = history[-1]
         return {
             "test_auc": last.get("global_test_auc"), "test_acc": last.get("global_test_acc"),
+            **({"global_val_auc": last["global_val_auc"]} if "global_val_auc" in last else {}),
             **({"test_auc_by_dataset": last["global_test_auc_by_dataset"]} if "global_test_auc_by_dataset" in last else {}),
             "mean_client_val_auc": last.get("mean_val"), "mean_client_test_auc": last.get("mean_test"),
             "per_client": last.get("per_client", {}),
