@@ -186,7 +186,8 @@ def measure_clients(method: Method, fed: Federation) -> dict[str, Any]:
     """Mean and per-client scores each client computed on its own data; plus, for graph
     tasks, the server's global model on the global test set and on the clients' pooled
     validation graphs (``global_val_auc``: a collapsed average shows there without looking at
-    the test set)."""
+    the test set). The global scores are the experimenter's measurement for result.json: no
+    party receives them and the server does not select rounds by them."""
     per_client = {cid: dict(fed.parties[cid].state.get("scores", {})) for cid in fed.client_ids}
     out: dict[str, Any] = {"per_client": per_client}
     if isinstance(method.task, NodeTask):

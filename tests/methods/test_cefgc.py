@@ -17,6 +17,7 @@ from securefg.federation.party import SERVER
 from securefg.federation.runner import RoundRunner
 from securefg.methods.base import Method, MethodConfig, method_class
 from securefg.methods.cefgc import TAG_MODEL, TAG_SIMILARITY, TAG_WEIGHTS, partner_recovery
+from securefg.methods.fedavg import measure_clients
 from securefg.methods.tasks import GraphTask
 from securefg.methods.training import TrainConfig, state_of
 from securefg.protocol.ckks.public_context import PublicContext
@@ -113,10 +114,16 @@ def test_r2_bundles_hold_the_other_clients_mixes_and_not_the_own_one(plain_plus_
             assert all(torch.allclose(g[k].double(), w[k], atol=1e-6) for k in g)
 
 
-def test_summary_scores_the_global_model_on_the_clients_pooled_validation_graphs(plain_plus_run: Run) -> None:
+def test_summary_scores_the_global_model_on_the_clients_pooled_validation_graphs(plain_plus_run: Run, monkeypatch) -> None:
     method, fed = plain_plus_run.method, plain_plus_run.fed
     pooled = [g for cid in fed.client_ids for g in fed.parties[cid].state["data"]["val"]]
     assert plain_plus_run.summary["global_val_auc"] == method.score_graphs(fed.server.state["model"], pooled)["auc"]
+    # the trained model scores 1.0 on every set of this easy task; an untrained one tells them apart
+    torch.manual_seed(5)
+    monkeypatch.setitem(fed.server.state, "model", method.make_model())
+    measured = measure_clients(method, fed)
+    untrained_val = method.score_graphs(fed.server.state["model"], pooled)["auc"]
+    assert measured["global_val_auc"] == untrained_val != measured["global_test_auc"]
 
 
 def test_sealed_stack_forwards_only_sealed_models_and_excludes_the_receivers_own() -> None:
