@@ -15,15 +15,21 @@ Environment variables:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
 from securefg.data.catalog import DatasetSpec, get_spec
 from securefg.errors import DatasetNotFoundError
+
+try:  # POSIX advisory locks; elsewhere concurrent first loads of one dataset are not serialised
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
 
 ENV_DATA = "SECUREFG_DATA"
 ENV_CACHE = "SECUREFG_CACHE"
@@ -153,6 +159,26 @@ def prepare(name: str, root: str | os.PathLike[str] | None = None) -> Path:
     return work
 
 
+@contextlib.contextmanager
+def dataset_lock(work: Path, name: str) -> Iterator[None]:
+    """Hold an exclusive lock on one dataset's work copy while it is prepared and processed.
+
+    PyG writes ``processed/`` in place, so two runs that load the same dataset for the first
+    time at once could read each other's half-written file. The lock makes the second wait
+    and then read the finished file. The lock file lives next to the copy and stays there.
+    """
+    work.mkdir(parents=True, exist_ok=True)
+    if fcntl is None:  # pragma: no cover - Windows
+        yield
+        return
+    with open(work / f".{name}.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def open_with_pyg(name: str, root: str | os.PathLike[str] | None, *, build: Callable[[Path], T]) -> T:
     """Prepare the work copy, then let ``build(work_root)`` construct the PyG dataset.
 
@@ -167,11 +193,12 @@ def open_with_pyg(name: str, root: str | os.PathLike[str] | None, *, build: Call
     """
     spec = get_spec(name)
     src_root = resolve_root(root)
-    work = prepare(spec.name, src_root)
-    missing = [f for f in missing_raw_files(spec, src_root) if not (work / spec.raw_dir / f).is_file()]
-    if not missing:
-        return build(work)
-    try:
-        return build(work)
-    except Exception as exc:  # PyG raises URLError, OSError, fsspec or aiohttp errors
-        raise not_found_error(spec, src_root, missing, cause=exc) from exc
+    with dataset_lock(work_root(src_root), spec.name):
+        work = prepare(spec.name, src_root)
+        missing = [f for f in missing_raw_files(spec, src_root) if not (work / spec.raw_dir / f).is_file()]
+        if not missing:
+            return build(work)
+        try:
+            return build(work)
+        except Exception as exc:  # PyG raises URLError, OSError, fsspec or aiohttp errors
+            raise not_found_error(spec, src_root, missing, cause=exc) from exc

@@ -136,3 +136,32 @@ def test_offline_run_reuses_files_an_earlier_download_left_in_the_copy(
     copy = work_root(src.resolve()) / "MUTAG" / "raw" / "MUTAG_graph_labels.txt"
     copy.write_text(labels)  # what a successful online download would have left
     assert prepare("MUTAG", src) == work_root(src.resolve())
+
+
+def test_a_second_loader_waits_while_the_dataset_is_being_processed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two runs that process a dataset at once must not read each other's half-written file."""
+    import subprocess
+    import sys
+    import time
+
+    from securefg.data.root import dataset_lock
+
+    src = tmp_path / "shared"
+    _fake_tu(src)
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("SECUREFG_CACHE", str(cache))
+    done = tmp_path / "loaded.txt"
+    script = (
+        "from securefg.data import load_graph_dataset; print('ready', flush=True); "
+        f"ds = load_graph_dataset('MUTAG', {str(src)!r}); open({str(done)!r}, 'w').write(str(len(ds)))"
+    )
+    env = {**os.environ, "SECUREFG_CACHE": str(cache)}
+    with dataset_lock(work_root(src.resolve()), "MUTAG"):
+        child = subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, text=True)
+        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        time.sleep(2.0)  # unlocked, loading two tiny graphs takes well under this
+        assert child.poll() is None and not done.exists()
+    assert child.wait(timeout=120) == 0
+    assert done.read_text() == "2"
