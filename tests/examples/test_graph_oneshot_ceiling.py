@@ -44,3 +44,22 @@ def test_one_shot_average_is_the_plain_mean_with_one_dataset(load_example) -> No
     average = state_of(example.one_shot_average(states, w0, task, list(task.train)))
     for n, t in state_of(w0).items():
         assert torch.allclose(average[n], t + 2.0)
+
+
+def test_val_loss_stop_keeps_the_epoch_with_the_lowest_validation_loss(load_example, monkeypatch) -> None:
+    example, task = load_example("graph_oneshot_ceiling"), _task()
+    seen: list[float] = []
+    measure = example.validation_loss
+
+    def recording(model, graphs, task):
+        seen.append(measure(model, graphs, task))
+        return seen[-1]
+
+    monkeypatch.setattr(example, "validation_loss", recording)
+    torch.manual_seed(0)
+    model = GIN(task.num_features, task.num_classes, pooling=MethodConfig.graph_pooling)
+    cfg = RunConfig(method="cefgc", dataset="synthetic-graphs", clients=3, seed=0)
+    example.fit(model, task.train[0], cfg, task, seed=0, val=task.val[0])
+    best = min(range(len(seen)), key=seen.__getitem__)
+    assert len(seen) == min(best + 1 + 30, 500)  # stopped 30 epochs after the best one
+    assert measure(model, task.val[0], task) == seen[best]  # and restored it
