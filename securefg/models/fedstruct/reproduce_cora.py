@@ -2,10 +2,11 @@
 
 Usage::
 
-    python -m securefg.models.fedstruct.reproduce_cora --root /tmp/data --clients 10 --seeds 0 1 2
+    python -m securefg.models.fedstruct.reproduce_cora [--root DATA] --clients 10 --seeds 0 1 2
 
-``--root`` must hold ``Cora/raw`` (PyG writes ``Cora/processed`` next to it, so point it at a
-writable copy). Partition seed = ``1000 + seed``; split, NSF and model seeds = ``seed``.
+``--root`` (default ``$SECUREFG_DATA``) holds ``Cora/raw``; like every securefg loader it is only
+read, and PyG processes a copy in the cache. Partition seed = ``1000 + seed``; split, NSF and
+model seeds = ``seed``.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ import statistics
 from collections.abc import Sequence
 
 import torch
-from torch_geometric.datasets import Planetoid
 
+from securefg.data.node_datasets import load_node_pyg_dataset
 from securefg.models.fedstruct.baselines import train_central_gnn, train_fl_gnn, train_local_gnn
 from securefg.models.fedstruct.central_trainer import FedStructConfig, train_fedstruct_central
 from securefg.models.fedstruct.partition import random_node_partition, random_node_split
@@ -26,12 +27,12 @@ METHODS = ("hop2vec", "node2vec", "degree", "local", "fl", "central")
 
 
 def run(
-    root: str, *, clients: int, seeds: Sequence[int], methods: Sequence[str] = METHODS,
+    root: str | None, *, clients: int, seeds: Sequence[int], methods: Sequence[str] = METHODS,
     config: FedStructConfig | None = None,
 ) -> dict[str, list[RunResult]]:
     """Run every method for every seed; returns ``{method: [RunResult per seed]}``."""
     config = config or FedStructConfig()
-    data = Planetoid(root, "Cora")[0]
+    data = load_node_pyg_dataset("Cora", root)[0]
     out: dict[str, list[RunResult]] = {m: [] for m in methods}
     for seed in seeds:
         owner = random_node_partition(data.num_nodes, clients,
@@ -55,7 +56,7 @@ def run(
 def main(argv: Sequence[str] | None = None) -> None:
     """Command-line entry point; prints mean ± std test accuracy per method."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--root", required=True)
+    p.add_argument("--root", default=None, help="data root holding Cora/raw (default: $SECUREFG_DATA)")
     p.add_argument("--clients", type=int, default=10)
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
