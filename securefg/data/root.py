@@ -5,6 +5,8 @@ next to ``raw/`` on first load. So every load goes through :func:`prepare`: it c
 folder into a private work directory and PyG reads and writes only there. Raw files are never
 downloaded when ``SECUREFG_OFFLINE=1``; otherwise PyG may try, and a failure becomes a
 :class:`~securefg.errors.DatasetNotFoundError` that names the folder and files to provide.
+Runs that load one dataset at the same time take turns (:func:`dataset_lock`), so none reads
+another's half-written ``processed/`` file.
 
 Environment variables:
 
