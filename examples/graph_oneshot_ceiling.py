@@ -58,7 +58,6 @@ from securefg.methods.training import (
     load_state,
     predict_graphs,
     state_of,
-    train_graph_epochs,
     train_graphs_until_stall,
 )
 from securefg.models.gin import GIN
@@ -74,23 +73,9 @@ def fit(model: torch.nn.Module, graphs: list, cfg: RunConfig, task: GraphTask, s
     t = default_train_config(cfg, task)
     opt = torch.optim.Adam(model.parameters(), lr=lr or t.lr, weight_decay=t.weight_decay)
     torch.manual_seed(seed)  # dropout draws: each fit has its own, as each CeFGC client seeds its own
-    gen = torch.Generator().manual_seed(seed)
-    if val is None:
-        train_graphs_until_stall(model, opt, graphs, max_epochs=500, patience=30, batch_size=t.batch_size, device=CPU,
-                                 generator=gen, groups=task.label_groups)
-        return model
-    best, best_state, since = float("inf"), copy.deepcopy(state_of(model)), 0
-    for _ in range(500):
-        train_graph_epochs(model, opt, graphs, epochs=1, batch_size=t.batch_size, device=CPU, generator=gen,
-                           groups=task.label_groups)
-        loss = validation_loss(model, val, task)
-        if loss < best:
-            best, best_state, since = loss, copy.deepcopy(state_of(model)), 0
-        else:
-            since += 1
-            if since >= 30:
-                break
-    load_state(model, best_state)
+    monitor = None if val is None else (lambda m: validation_loss(m, val, task))
+    train_graphs_until_stall(model, opt, graphs, max_epochs=500, patience=30, batch_size=t.batch_size, device=CPU,
+                             generator=torch.Generator().manual_seed(seed), groups=task.label_groups, monitor=monitor)
     return model
 
 
@@ -136,7 +121,7 @@ def one_shot_average(states: list[dict], w0: torch.nn.Module, task: GraphTask, t
 
 
 def one_seed(dataset: str, clients: int, seed: int, root: str | None, head_average: str = "owners",
-             perfect: bool = False, pooling: str = "sum", stop: str = "train-loss",
+             perfect: bool = False, pooling: str = MethodConfig.graph_pooling, stop: str = "train-loss",
              lr: float | None = None) -> dict[str, float]:
     options = {} if head_average == "owners" else {"head_average": head_average}  # owners: the default
     cfg = RunConfig(method="cefgc", dataset=dataset, clients=clients, seed=seed, data_root=root, options=options)

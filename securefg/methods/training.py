@@ -129,19 +129,30 @@ def train_graphs_until_stall(
     device: torch.device,
     generator: torch.Generator | None = None,
     groups: LabelGroups | None = None,
+    monitor: Callable[[nn.Module], float] | None = None,
 ) -> int:
     """Train up to ``max_epochs``; stop after ``patience`` epochs without a training-loss
-    decrease (CeFGC's rule; ``patience = 0`` trains every epoch). Returns the epochs run."""
+    decrease (CeFGC's rule; ``patience = 0`` trains every epoch). Returns the epochs run.
+
+    With ``monitor`` (say, a validation loss), each epoch is judged by ``monitor(model)``
+    instead, and the model ends at its epoch with the lowest value."""
     best, since, epoch = float("inf"), 0, 0
+    best_state: dict[str, torch.Tensor] | None = None
     for epoch in range(1, max_epochs + 1):
         loss = train_graph_epochs(model, optimizer, graphs, epochs=1, batch_size=batch_size, device=device,
                                   generator=generator, groups=groups)
+        if monitor is not None:
+            loss = monitor(model)
         if loss < best:
             best, since = loss, 0
+            if monitor is not None:
+                best_state = state_of(model)
         else:
             since += 1
             if patience and since >= patience:
                 break
+    if best_state is not None:
+        load_state(model, best_state)
     return epoch
 
 
