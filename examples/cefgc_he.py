@@ -42,6 +42,12 @@ sys.path.insert(0, str(REPO))
 SYNTHETIC = "synthetic-graphs"
 
 
+def say(line: str) -> None:
+    """Print one progress line in a single write, so parallel runs' lines never interleave."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
 def data_root(arg: str | None) -> str | None:
     """``--data-root`` > ``$SECUREFG_DATA`` > ``../shared/datasets`` next to the repo (if present)."""
     if arg:
@@ -81,14 +87,14 @@ def run(label: str, method: str, stack: str, args: argparse.Namespace, dataset: 
     cfg = RunConfig(method=method, dataset=dataset, partition=args.setting, clients=args.clients, rounds=rounds,
                     protocol=stack, seed=args.seed, data_root=root, device=args.device, out=str(out),
                     options=options, progress=False)
-    print(f"-- {label}: {method} with stack {stack} ...", flush=True)
+    say(f"-- {label}: {method} with stack {stack} ...")
     t0 = time.perf_counter()
     res = run_experiment(cfg)
     fed = res.pop("_federation", None)
     if fed is not None and method.endswith("_plus"):
         res["leak"] = partner_leak(fed)
     res["label"] = label
-    print(f"   done in {time.perf_counter() - t0:.1f} s: AUC {res['metrics'].get('test_auc'):.4f}", flush=True)
+    say(f"   {label} done in {time.perf_counter() - t0:.1f} s: AUC {res['metrics'].get('test_auc'):.4f}")
     return res
 
 
