@@ -1,6 +1,9 @@
+import inspect
+
 import pytest
 import torch
 
+from securefg.methods.base import MethodConfig
 from securefg.models.gin import GIN
 
 
@@ -58,3 +61,9 @@ def test_every_parameter_is_a_float_tensor_that_receives_a_gradient() -> None:
 def test_bad_configuration_is_rejected(kwargs: dict[str, object]) -> None:
     with pytest.raises(ValueError):
         GIN(3, 2, **kwargs)
+
+
+def test_default_readout_is_the_one_graph_runs_use() -> None:
+    # A bare GIN(d, C) in a script or diagnostic must be the classifier the runs train.
+    default = inspect.signature(GIN).parameters["pooling"].default
+    assert default == MethodConfig.graph_pooling == "sum"
