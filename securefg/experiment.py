@@ -116,7 +116,7 @@ def run_experiment(cfg: RunConfig) -> dict[str, Any]:
     outcome = runner.run()
     result = build_result(cfg, stack, fed, outcome.summary, outcome.history, data_info,
                           wall=time.perf_counter() - t_start, train_seconds=outcome.train_seconds,
-                          extra=getattr(method, "report", lambda: {})())
+                          extra=getattr(method, "report", dict)())
     result["device"] = str(device)
     if outcome.resumed_from is not None:
         result["resumed_from_round"] = outcome.resumed_from

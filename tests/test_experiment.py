@@ -11,8 +11,8 @@ from securefg.experiment_data import build_task
 
 
 def _cfg(tmp_path, **kw):
-    base = dict(method="fedavg", dataset="csbm", partition="metis", clients=3, rounds=2, protocol="plaintext",
-                seed=0, out=str(tmp_path), progress=False, device="cpu")
+    base = {"method": "fedavg", "dataset": "csbm", "partition": "metis", "clients": 3, "rounds": 2, "protocol": "plaintext",
+                "seed": 0, "out": str(tmp_path), "progress": False, "device": "cpu"}
     return RunConfig(**{**base, **kw})
 
 

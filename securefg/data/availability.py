@@ -102,7 +102,7 @@ def available_datasets(
             out.append(DatasetStatus(spec.name, spec.kind, "ok", _counts(spec, str(src))))
         except DatasetNotFoundError as exc:
             out.append(DatasetStatus(spec.name, spec.kind, "missing", detail=str(exc)))
-        except Exception as exc:  # report and keep going: one bad dataset must not hide the rest
+        except Exception as exc:  # noqa: BLE001 - report and keep going: one bad dataset must not hide the rest
             out.append(DatasetStatus(spec.name, spec.kind, "error", detail=f"{type(exc).__name__}: {exc}"))
     return out
 

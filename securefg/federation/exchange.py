@@ -17,8 +17,7 @@ from securefg.federation.flatten import Layout, flatten, unflatten
 from securefg.federation.party import SERVER, Party
 from securefg.federation.transport import InProcessTransport
 from securefg.protocol.mechanism import ExchangeCall, ExchangeKind
-from securefg.protocol.stack import Resolved
-from securefg.protocol.stack import ProtocolStack
+from securefg.protocol.stack import ProtocolStack, Resolved
 
 Tensors = Mapping[str, torch.Tensor]
 

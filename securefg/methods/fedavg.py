@@ -18,6 +18,7 @@ model, so both views are reported.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -137,7 +138,7 @@ class FedAvg(Method):
         vals = [s[key], s["test_acc"]]
         if "global_test_acc" in s:
             vals += [s["global_val_acc"], s["global_test_acc"]]
-        return {"scores": torch.tensor([v if v == v else 0.0 for v in vals], dtype=torch.float64)}
+        return {"scores": torch.tensor([0.0 if math.isnan(v) else v for v in vals], dtype=torch.float64)}
 
     # ------------------------------------------------------------- one round
     def run_round(self, fed: Federation, r: int) -> dict[str, float]:
@@ -245,5 +246,5 @@ def summarize_task(task: Task, history: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _mean(values: Any) -> float:
-    vals = [v for v in values if v is not None and v == v]
+    vals = [v for v in values if v is not None and not math.isnan(v)]
     return float(sum(vals) / len(vals)) if vals else float("nan")

@@ -13,7 +13,7 @@ import torch
 
 from securefg.errors import ProtocolError
 from securefg.federation.codec import TensorSpec, decode_tensor, decode_tensors, encode_tensor, encode_tensors
-from securefg.federation.envelope import Envelope, Form
+from securefg.federation.envelope import Envelope
 from securefg.federation.party import Party
 from securefg.protocol.mechanism import (
     ExchangeCall,

@@ -10,8 +10,8 @@ from securefg.experiment_data import build_task
 
 
 def _cfg(root: Path, tmp_path: Path, **kw) -> RunConfig:
-    base = dict(method="fedavg", dataset="MUTAG+PTC_MR", clients=2, rounds=3, seed=0, data_root=str(root),
-                protocol="plaintext", progress=False, device="cpu", out=str(tmp_path))
+    base = {"method": "fedavg", "dataset": "MUTAG+PTC_MR", "clients": 2, "rounds": 3, "seed": 0, "data_root": str(root),
+                "protocol": "plaintext", "progress": False, "device": "cpu", "out": str(tmp_path)}
     return RunConfig(**{**base, **kw})
 
 

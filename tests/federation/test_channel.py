@@ -61,7 +61,7 @@ def test_replayed_envelope_is_rejected(net):
 def test_reordered_envelopes_are_rejected(net):
     net.send(Envelope("client/0", ("server",), 0, "t", b"first"))
     net.send(Envelope("client/0", ("server",), 0, "t", b"second"))
-    first, second = net.peek_wire("server")
+    _first, second = net.peek_wire("server")
     net._queues["server"].clear()
     net.inject("server", second)
     with pytest.raises(ReplayError, match="out of order"):

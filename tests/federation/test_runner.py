@@ -40,7 +40,7 @@ def _runner(tmp_path, stack, *, interrupt_at=None, resume=False, rounds=4):
 @pytest.mark.parametrize("stack", ["plaintext", "fedavg_dp"])
 def test_resumed_run_equals_uninterrupted_run(tmp_path, stack):
     straight, fed_a = _runner(tmp_path / "a", stack)
-    out_a = straight.run()
+    straight.run()
     first, _ = _runner(tmp_path / "b", stack, interrupt_at=3)
     with pytest.raises(Interrupted):
         first.run()

@@ -15,7 +15,7 @@ def _fed(n=3):
 
 
 def test_byte_accounting_equals_sum_of_payload_sizes():
-    parties, t, ex = _fed()
+    _parties, t, ex = _fed()
     ex.round = 0
     ex.broadcast("m", {"w": torch.ones(7, 3)})
     ex.aggregate("u", {c: {"w": torch.randn(5)} for c in ex.clients})
@@ -28,7 +28,7 @@ def test_byte_accounting_equals_sum_of_payload_sizes():
 
 
 def test_broadcast_is_counted_once_per_receiver():
-    parties, t, ex = _fed(4)
+    _parties, t, ex = _fed(4)
     ex.round = 0
     ex.broadcast("m", {"w": torch.ones(10)})
     recs = t.transcript.records(tag="m")
@@ -43,7 +43,7 @@ def test_communication_rounds_count_direction_changes():
 
 
 def test_views_contain_only_what_a_party_received():
-    parties, t, ex = _fed()
+    _parties, t, ex = _fed()
     ex.round = 0
     ex.aggregate("u", {c: {"w": torch.randn(5)} for c in ex.clients})
     assert {r.receiver for r in t.transcript.view(SERVER)} == {SERVER}
@@ -51,7 +51,7 @@ def test_views_contain_only_what_a_party_received():
 
 
 def test_jsonl_round_trip_keeps_byte_counts(tmp_path):
-    parties, t, ex = _fed()
+    _parties, t, ex = _fed()
     ex.round = 0
     ex.broadcast("m", {"w": torch.ones(3)})
     t.transcript.save_jsonl(tmp_path / "t.jsonl")

@@ -144,7 +144,7 @@ def test_node_clients_also_score_the_received_global_model_before_training():
     task = _node_task(3)
     method, fed, out = _run("fedavg", task, rounds=2)
     # Round 2's broadcast model is the server model after round 1: recompute round 1 alone.
-    m1, fed1, _ = _run("fedavg", task, rounds=1)
+    _m1, fed1, _ = _run("fedavg", task, rounds=1)
     probe = method.make_model()
     load_state(probe, state_of(fed1.server.state["model"]))
     for k, cid in enumerate(fed.client_ids):
@@ -186,7 +186,7 @@ def test_fedsgd_server_sees_only_masked_gradients_under_secure_sum():
     _, fed, out = _run("fedsgd", task, rounds=2, stack="fedavg_secure_sum")
     forms = {r.form.value for r in fed.transcript.records(tag="fedavg/update") if r.receiver == "server"}
     assert forms <= {"keys", "masked"} and "masked" in forms
-    _, fed_plain, out_plain = _run("fedsgd", task, rounds=2, stack="plaintext")
+    _, _fed_plain, out_plain = _run("fedsgd", task, rounds=2, stack="plaintext")
     assert out.history[-1]["mean_test"] == pytest.approx(out_plain.history[-1]["mean_test"])
 
 

@@ -4,11 +4,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from securefg.data.synthetic import make_graph_classification
 from securefg.errors import ConfigError, InvalidInputError
 from securefg.methods.label_groups import LabelGroups
 from securefg.methods.training import evaluate_graphs, train_graph_epochs
 from securefg.models.gin import GIN
-from securefg.data.synthetic import make_graph_classification
 
 
 def test_groups_lie_side_by_side_and_reject_gaps() -> None:

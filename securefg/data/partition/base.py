@@ -33,7 +33,7 @@ def fingerprint_data(data: Data, fields: tuple[str, ...]) -> str:
     """Hash ``num_nodes`` and the named fields of ``data`` (16 hex chars)."""
     h = hashlib.sha256(f"num_nodes={data.num_nodes}".encode())
     for key in fields:
-        value = data[key] if key in data else None
+        value = data.get(key, None)
         h.update(key.encode())
         if isinstance(value, Tensor):
             _hash_tensor(h, value)

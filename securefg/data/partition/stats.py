@@ -8,6 +8,7 @@ client pairs (scipy's ``jensenshannon``, natural log; see :func:`label_heterogen
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
@@ -101,7 +102,7 @@ class PartitionStats:
 
 def _fmt(v: Any) -> str:
     if isinstance(v, float):
-        return "nan" if v != v else f"{v:.3f}"
+        return "nan" if math.isnan(v) else f"{v:.3f}"
     return str(v)
 
 

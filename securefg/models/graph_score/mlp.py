@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from typing import cast
 
@@ -46,7 +47,7 @@ class ConditionalMLP(nn.Module):
         if num_layers < 2:
             raise ValueError(f"'{self.__class__.__name__}' needs num_layers >= 2, got {num_layers}")
         widths = [in_features] + [hidden_features] * (num_layers - 1) + [out_features]
-        self.linears = nn.ModuleList(nn.Linear(a, b) for a, b in zip(widths[:-1], widths[1:], strict=True))
+        self.linears = nn.ModuleList(nn.Linear(a, b) for a, b in itertools.pairwise(widths))
         self.conds = nn.ModuleList(
             ConditionalGainBias(hidden_features, num_conditions) for _ in range(num_layers - 1)
         )

@@ -1,3 +1,5 @@
+import itertools
+
 import pytest
 import torch
 
@@ -127,7 +129,7 @@ def test_size_bucketed_batches_cover_every_graph_once_with_similar_sizes() -> No
     assert [b.numel() for b in batches].count(16) == 6
     # Batches are contiguous in size order: no two batches' size ranges overlap strictly.
     spans = sorted((int(sizes[b].min()), int(sizes[b].max())) for b in batches)
-    assert all(hi <= lo for (_, hi), (lo, _) in zip(spans, spans[1:]))
+    assert all(hi <= lo for (_, hi), (lo, _) in itertools.pairwise(spans))
     # ... and come in random order, different across epochs.
     again = size_bucketed_batches(sizes, 16, gen)
     assert [b.tolist() for b in again] != [b.tolist() for b in batches]

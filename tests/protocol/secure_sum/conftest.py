@@ -84,10 +84,10 @@ class Harness:
         return {d.origin: d.payload for d in self.route.aggregator_inbox(stage)}
 
     def config(self, pid: str, **overrides: Any) -> bytes:
-        fields: dict[str, Any] = dict(
-            clients=tuple(self.clients), neighbours=tuple(c for c in self.clients if c != pid),
-            threshold=self.threshold, degree=self.degree, length=self.m,
-        )
+        fields: dict[str, Any] = {
+            "clients": tuple(self.clients), "neighbours": tuple(c for c in self.clients if c != pid),
+            "threshold": self.threshold, "degree": self.degree, "length": self.m,
+        }
         fields.update(overrides)
         return AdvertiseRequest(**fields).encode()
 

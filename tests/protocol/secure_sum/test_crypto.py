@@ -42,7 +42,7 @@ def test_binding_is_length_prefixed_so_field_boundaries_cannot_shift() -> None:
 def test_pairwise_seed_is_symmetric_and_bound_to_round_and_tag() -> None:
     a, b = X25519PrivateKey.generate(), X25519PrivateKey.generate()
     apk, bpk = (k.public_key().public_bytes_raw() for k in (a, b))
-    kw = dict(session=b"s", round=1, tag="t")
+    kw = {"session": b"s", "round": 1, "tag": "t"}
     s_ab = crypto.pairwise_seed(a, bpk, pair=("client/0", "client/1"), **kw)  # type: ignore[arg-type]
     s_ba = crypto.pairwise_seed(b, apk, pair=("client/1", "client/0"), **kw)  # type: ignore[arg-type]
     assert s_ab == s_ba and len(s_ab) == 32
@@ -53,7 +53,7 @@ def test_pairwise_seed_is_symmetric_and_bound_to_round_and_tag() -> None:
 def test_directional_aead_rejects_a_ciphertext_moved_to_the_other_direction() -> None:
     a, b = X25519PrivateKey.generate(), X25519PrivateKey.generate()
     bpk, apk = b.public_key().public_bytes_raw(), a.public_key().public_bytes_raw()
-    kw = dict(domain=Domain.SHARE_AEAD, session=b"s", round=0, tag="t", stage="x")
+    kw = {"domain": Domain.SHARE_AEAD, "session": b"s", "round": 0, "tag": "t", "stage": "x"}
     aead, ad = crypto.directional_aead(a, bpk, sender="A", receiver="B", **kw)  # type: ignore[arg-type]
     ct = crypto.seal(aead, ad, b"share")
     ok, ok_ad = crypto.directional_aead(b, apk, sender="A", receiver="B", **kw)  # type: ignore[arg-type]
