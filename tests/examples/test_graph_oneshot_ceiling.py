@@ -63,3 +63,36 @@ def test_val_loss_stop_keeps_the_epoch_with_the_lowest_validation_loss(load_exam
     best = min(range(len(seen)), key=seen.__getitem__)
     assert len(seen) == min(best + 1 + 30, 500)  # stopped 30 epochs after the best one
     assert measure(model, task.val[0], task) == seen[best]  # and restored it
+
+
+def test_cefgc_synthetic_column_trains_central_on_real_plus_every_clients_synthetic_graphs(
+        load_example, monkeypatch, tmp_path) -> None:
+    example = load_example("graph_oneshot_ceiling")
+    fits: list[int] = []
+    runs: list[tuple[float, list]] = []
+    real_fit, real_run = example.fit, example.cefgc_run
+
+    def counting(model, graphs, *args, **kwargs):
+        fits.append(len(graphs))
+        return real_fit(model, graphs, *args, **kwargs)
+
+    def short_run(cfg, pooling, cache):  # the real CeFGC run, with generators trained for 2 epochs
+        cfg = RunConfig(**{**vars(cfg), "options": {**cfg.options, "diffusion_epochs": 2}})
+        runs.append(real_run(cfg, pooling, cache))
+        return runs[-1]
+
+    monkeypatch.setattr(example, "fit", counting)
+    monkeypatch.setattr(example, "cefgc_run", short_run)
+    monkeypatch.setenv("SECUREFG_CACHE", str(tmp_path / "data"))
+    cache = tmp_path / "generators"
+    row = example.one_seed("synthetic-graphs", 3, 0, None, cefgc_synthetic=str(cache))
+
+    task = _task()
+    n_real = sum(len(t) for t in task.train)
+    (auc, synthetic), = runs
+    assert row["cefgc"] == auc and 0.0 <= auc <= 1.0
+    assert len(synthetic) == n_real  # ratio 1: one synthetic graph per local graph, over all clients
+    assert all(g.x.size(1) == task.num_features and g.y.numel() == 1 for g in synthetic)
+    assert fits[-1] == 2 * n_real  # the central+syn fit: all real plus all synthetic graphs
+    assert set(row) == {"central", "one-shot", "local", "cefgc", "central+syn"}
+    assert any(cache.iterdir())  # generators cached for the next seed or run

@@ -272,6 +272,7 @@ class CeFGC(Method):
         t0 = time.perf_counter()
         synthetic, records = synthesize(gens, total=total, seed=self.config.seed * 7919 + k, device=self.config.device)
         self.timing["sampling"] += time.perf_counter() - t0
+        client.state["synthetic"] = synthetic  # the client's own training data from here on
         if self.owner_groups is not None:  # the heads this client trains: its own and its synthetic graphs'
             owned = owned_groups(self.owner_groups, list(local) + synthetic)
             client.state["owned_heads"] = owned
