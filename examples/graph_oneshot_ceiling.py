@@ -24,7 +24,7 @@ after 30 without a training-loss decrease):
 
 It prints the global-test ROC-AUC of each, per seed and as a mean. ``docs/cefgc.md`` uses it to
 explain why PROTEINS stays below 0.85 (seeds 0-4: central 0.837, one-shot 0.813, local 0.808,
-perfect generators 0.813).
+perfect generators 0.813, central + CeFGC's synthetic graphs 0.831).
 
 Two classifier choices the paper leaves open can be swapped: ``--pooling mean`` (the paper's
 prose) instead of GCFL's sum readout, and ``--stop val-loss``, which stops each fit after 30
