@@ -59,16 +59,19 @@ def data_root(arg: str | None) -> str | None:
 
 
 def pick_dataset(name: str, root: str | None) -> tuple[str, str]:
-    """The dataset to run and a label; falls back to the synthetic set when the data is missing."""
+    """The dataset to run and a label; falls back to the synthetic set when the data is missing.
+
+    Only missing files (or no internet to fetch them) fall back: an unknown name or unreadable
+    files raise, since a stand-in would hide the mistake.
+    """
     if name.lower() in (SYNTHETIC, "synthetic"):
         return SYNTHETIC, "synthetic graph set (securefg.data.synthetic)"
     from securefg.data.graph_datasets import load_graph_dataset
-    from securefg.errors import SecureFGError
 
     try:
         for part in name.split("+"):
             load_graph_dataset(part, root)
-    except (SecureFGError, OSError, RuntimeError) as exc:  # missing files, no internet: say so, fall back
+    except OSError as exc:  # DatasetNotFoundError, or a failed download: say so, fall back
         print(f"!! {name} is not available under data root {root!r} ({type(exc).__name__}: {exc}).\n"
               f"!! Running on the SYNTHETIC graph set instead; numbers below are NOT {name} results.")
         return SYNTHETIC, f"SYNTHETIC stand-in (no {name} under {root})"
@@ -212,29 +215,54 @@ def plot(rows: list[dict[str, Any]], path: Path, title: str) -> None:
     plt.close(fig)
 
 
+def positive(text: str) -> int:
+    """argparse type: an integer >= 1 (checked before any run starts, so no work is lost)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--dataset", default="MUTAG")
     p.add_argument("--setting", default="single", help="single, across_dataset, across_domain (graph partitions)")
-    p.add_argument("--clients", type=int, default=3, help="clients (per dataset in the multi-dataset settings)")
+    p.add_argument("--clients", type=positive, default=3, help="clients (per dataset in the multi-dataset settings)")
     p.add_argument("--variant", default="cefgc_plus", choices=["cefgc_plus", "cefgc_star_plus"])
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="auto")
     p.add_argument("--data-root", default=None)
     p.add_argument("--out", default="runs/cefgc_he")
-    p.add_argument("--fedavg-rounds", type=int, default=100)
-    p.add_argument("--diffusion-epochs", type=int, default=100)
+    p.add_argument("--fedavg-rounds", type=positive, default=100)
+    p.add_argument("--diffusion-epochs", type=positive, default=100)
     p.add_argument("--sequential", action="store_true",
                    help="one run after another, phase-1 generators cached and reused (default: parallel processes)")
     p.add_argument("--with-basic", action="store_true",
                    help="also run basic CeFGC (no pair averaging) under plaintext (about +2 min)")
-    p.add_argument("--threads", type=int, default=int(os.environ.get("SECUREFG_THREADS", "1")),
+    p.add_argument("--threads", type=positive, default=int(os.environ.get("SECUREFG_THREADS", "1")),
                    help="torch threads (1 is fastest for these tiny tensors on a busy 2-core machine)")
     args = p.parse_args(argv)
+    from securefg.errors import SecureFGError
 
+    try:
+        return headline(args)
+    except SecureFGError as exc:  # bad flags or data: one clear line, no traceback
+        print(f"cefgc_he: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+
+
+def headline(args: argparse.Namespace) -> int:
+    """Phase 1, the runs, then the table, JSON and plot; 0 when HE and plaintext agree within 0.01."""
     import torch
 
-    torch.set_num_threads(max(args.threads, 1))
+    from securefg.device import resolve_device
+    from securefg.errors import ConfigError
+
+    torch.set_num_threads(args.threads)
+    resolve_device(args.device)  # an unusable --device fails here, before any training
     os.environ.setdefault("SECUREFG_OFFLINE", "1")
     start = time.perf_counter()
     root = data_root(args.data_root)
@@ -258,6 +286,8 @@ def main(argv: list[str] | None = None) -> int:
     jobs.append(("FedAvg (plaintext)", "fedavg", "plaintext", args, dataset, root, {}, args.fedavg_rounds))
     t0 = time.perf_counter()
     n_clients = phase1_clients(args, dataset, root)
+    if n_clients < 2:
+        raise ConfigError(f"CeFGC needs at least 2 clients (each receives the others' models); the split has {n_clients}")
     print(f"-- phase 1 (offline): training {n_clients} clients' generators ...", flush=True)
     if args.sequential:
         for k in range(n_clients):

@@ -8,12 +8,14 @@ clients, protocol, seed, rounds, metrics, bytes_total, bytes_by_tag, wall_second
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from securefg.device import resolve_device, seed_everything
+from securefg.errors import ConfigError
 from securefg.federation.federation import Federation
 from securefg.federation.runner import RoundRunner, config_fingerprint
 from securefg.methods.base import Method, MethodConfig, method_class
@@ -53,6 +55,21 @@ class RunConfig:
     resume: bool = False
     progress: bool = True
     keep_payloads: bool = False
+
+    def __post_init__(self) -> None:
+        """Refuse settings that would run nothing or divide by zero, before any data is loaded."""
+        counts = {"rounds": self.rounds, "clients": self.clients, "batch_size": self.batch_size}
+        counts.update({"local_epochs": self.local_epochs} if self.local_epochs is not None else {})
+        for name, value in counts.items():
+            if not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        for name, value in {"hidden": self.hidden, "checkpoint_every": self.checkpoint_every}.items():
+            if not isinstance(value, int) or value < 0:
+                raise ConfigError(f"{name} must be a non-negative integer, got {value!r}")
+        rates = {"lr": self.lr, "weight_decay": self.weight_decay, "prox_mu": self.prox_mu}
+        for name, rate in rates.items():
+            if rate is not None and not (math.isfinite(rate) and (rate > 0 if name == "lr" else rate >= 0)):
+                raise ConfigError(f"{name} must be finite and {'> 0' if name == 'lr' else '>= 0'}, got {rate!r}")
 
 
 def data_seed_of(cfg: RunConfig) -> int:

@@ -56,3 +56,12 @@ def test_partition_command_parses_the_split_like_run(capsys):
     assert "clients" in capsys.readouterr().out
     assert main(["partition", "--dataset", "csbm", "--split", "0.5,0.5"]) == 2
     assert "three non-negative ratios" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("rounds", 0), ("clients", 0), ("batch_size", 0), ("local_epochs", 0), ("hidden", -1),
+    ("checkpoint_every", -2), ("lr", 0.0), ("lr", float("nan")), ("weight_decay", -1e-4), ("prox_mu", float("inf")),
+])
+def test_settings_that_would_run_nothing_are_refused_before_any_data_loads(field, value):
+    with pytest.raises(ConfigError, match=field):
+        RunConfig(method="fedavg", dataset="synthetic-graphs", **{field: value})

@@ -39,3 +39,30 @@ def test_without_mutag_it_says_so_and_reports_the_synthetic_run(load_example, tm
     table = (out / "table.md").read_text()
     assert "| CeFGC+ (HE) |" in table and "SYNTHETIC" in table
     assert (out / "auc.png").stat().st_size > 0
+
+
+def test_a_misspelled_dataset_is_an_error_not_a_synthetic_stand_in(load_example, tmp_path, capsys) -> None:
+    example = load_example("cefgc_he")
+    code = example.main(["--dataset", "MUTAGG", "--data-root", str(tmp_path), "--out", str(tmp_path / "out")])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert "ConfigError" in captured.err and "MUTAGG" in captured.err
+    assert "SYNTHETIC" not in captured.out and not (tmp_path / "out" / "results.json").exists()
+
+
+@pytest.mark.parametrize("flags", [["--fedavg-rounds", "0"], ["--clients", "-1"], ["--diffusion-epochs", "x"]])
+def test_bad_counts_are_refused_before_any_run(load_example, tmp_path, flags) -> None:
+    example = load_example("cefgc_he")
+    with pytest.raises(SystemExit) as stop:
+        example.main([*flags, "--out", str(tmp_path)])
+    assert stop.value.code == 2
+    assert not any(tmp_path.iterdir())  # nothing was started
+
+
+def test_a_single_client_is_refused_before_phase_one(load_example, tmp_path, capsys, monkeypatch) -> None:
+    example = load_example("cefgc_he")
+    monkeypatch.setenv("SECUREFG_CACHE", str(tmp_path / "cache"))
+    code = example.main(["--dataset", "synthetic", "--clients", "1", "--out", str(tmp_path / "out")])
+    captured = capsys.readouterr()
+    assert code == 2 and "at least 2 clients" in captured.err
+    assert "phase 1" not in captured.out
