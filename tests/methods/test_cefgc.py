@@ -274,3 +274,39 @@ def test_cached_models_serve_other_sampling_settings_without_retraining(tmp_path
         picked = [{s: (m["sampling"], m["tuning"]) for s, m in run.method.info["clients"][cid]["phase1"]["models"].items()}
                   for run in (cold, tuned)]
         assert picked[0] == picked[1]
+
+
+@pytest.mark.parametrize(("option", "value", "message"), [
+    ("synthetic_ratio", -1.0, "synthetic_ratio must be finite and >= 0"),
+    ("synthetic_ratio", float("nan"), "synthetic_ratio must be finite"),
+    ("diffusion_lr", 0.0, "diffusion_lr must be finite and > 0"),
+    ("gnn_epochs", 0, "gnn_epochs must be >= 1"),
+    ("max_nodes", 1, "max_nodes must be >= 2"),
+    ("diffusion_epochs", "many", "diffusion_epochs must be an integer"),
+    ("langevin_steps", 0, "LangevinParams is invalid"),
+])
+def test_bad_options_are_refused_when_the_method_is_built(option: str, value: Any, message: str) -> None:
+    cfg = MethodConfig(rounds=1, train=TrainConfig(lr=1e-3, weight_decay=5e-4), seed=1, options={**FAST, option: value})
+    with pytest.raises(ConfigError, match=message):
+        method_class("cefgc")(_task(), cfg)
+
+
+def test_a_cap_below_every_clients_graphs_is_refused_before_any_generator_trains(monkeypatch) -> None:
+    import securefg.methods.cefgc.method as cefgc_module
+
+    def no_training(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("phase 1 started")
+
+    monkeypatch.setattr(cefgc_module, "train_generators", no_training)
+    smallest = min(int(g.num_nodes) for part in _task().train for g in part)
+    with pytest.raises(ConfigError, match=f"no training graph of at most max_nodes={smallest - 1}"):
+        _run("cefgc", "plaintext", max_nodes=smallest - 1)
+
+
+def test_a_generator_cache_that_is_a_file_is_refused(tmp_path) -> None:
+    blocker = tmp_path / "cache"
+    blocker.write_text("not a folder")
+    cfg = MethodConfig(rounds=1, train=TrainConfig(lr=1e-3, weight_decay=5e-4), seed=1,
+                       options={**FAST, "generator_cache": str(blocker)})
+    with pytest.raises(ConfigError, match="generator_cache must name a folder"):
+        method_class("cefgc")(_task(), cfg)

@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -68,7 +69,13 @@ from securefg.federation.federation import Federation
 from securefg.federation.party import Party
 from securefg.methods.base import Method, MethodConfig, Task
 from securefg.methods.cefgc import flights as flight_log
-from securefg.methods.cefgc.generators import fit_feature_tables, set_sampling, synthesize, train_generators
+from securefg.methods.cefgc.generators import (
+    fit_feature_tables,
+    set_sampling,
+    synthesize,
+    train_generators,
+    training_sets,
+)
 from securefg.methods.cefgc.package import (
     Architecture,
     canonical_order,
@@ -97,6 +104,29 @@ TAG_WEIGHTS = "cefgc/weights"
 """R3 (aggregate): each client's trained GIN weights; the server learns only their mean."""
 #: Offsets the sender's sampler-tuning draws from its training draws (same client seed).
 TUNE_SEED_OFFSET = 500_009
+
+
+def check_options(o: Mapping[str, Any]) -> None:
+    """Refuse option values that would train, sample or cache nothing useful, before phase 1 starts."""
+    at_least = {"diffusion_epochs": 1, "diffusion_batch": 1, "diffusion_patience": 0, "max_nodes": 2,
+                "tune_samples": 1, "gnn_epochs": 1, "gnn_patience": 1}
+    def number(name: str, kind: type) -> float:
+        try:
+            return kind(o[name])
+        except (TypeError, ValueError):
+            raise ConfigError(f"option {name} must be a{'n integer' if kind is int else ' number'}, "
+                              f"got {o[name]!r}") from None
+
+    for name, low in at_least.items():
+        if number(name, int) < low:
+            raise ConfigError(f"option {name} must be >= {low}, got {o[name]!r}")
+    for name, positive in (("diffusion_lr", True), ("synthetic_ratio", False)):
+        value = number(name, float)
+        if not math.isfinite(value) or value < 0 or (positive and value == 0):
+            raise ConfigError(f"option {name} must be finite and {'> 0' if positive else '>= 0'}, got {o[name]!r}")
+    cache = str(o["generator_cache"])
+    if cache and Path(cache).exists() and not Path(cache).is_dir():
+        raise ConfigError(f"option generator_cache must name a folder, but {cache!r} is a file")
 
 
 class CeFGC(Method):
@@ -156,6 +186,9 @@ class CeFGC(Method):
             raise ConfigError(f"weighting must be 'uniform' or 'size', got {self.options['weighting']!r}")
         if self.num_clients < 2:
             raise ConfigError("CeFGC needs at least 2 clients: each receives the *other* clients' models")
+        check_options(self.options)
+        o = self.options  # the sender's Langevin settings, checked here rather than after phase 1's training
+        self.sampling = LangevinParams(int(o["langevin_steps"]), float(o["step_ratio"]), float(o["noise_factor"]))
         self.arch = Architecture(
             config=EDPScoreConfig(common_neighbors=bool(self.options["common_neighbors"])),
             sigmas=DEFAULT_SIGMAS, max_node_num=int(self.options["max_nodes"]), num_classes=task.num_classes,
@@ -175,6 +208,9 @@ class CeFGC(Method):
         for k, client in enumerate(fed.clients):
             client.state["data"] = {"train": task.train[k], "val": task.val[k], "test": task.test[k]}
             client.state["index"] = k
+            if not any(training_sets(task.train[k], self.arch).values()):
+                raise ConfigError(f"client {k} has no training graph of at most max_nodes={self.arch.max_node_num} "
+                                  "nodes, so it would train no generator; raise --option max_nodes")
         mech = fed.stack.resolve(TAG_MODEL, ExchangeKind.RELAY).mechanism
         if self.mixing and not hasattr(mech, "plan_mix"):
             raise ConfigError(
@@ -229,9 +265,8 @@ class CeFGC(Method):
                 cache.with_suffix(".json").write_text(json.dumps(report))
             self.timing["diffusion_training"] += rep.train_seconds
         # the sender's Langevin settings: not part of the cache, so cached models serve any of them
-        sampling = LangevinParams(int(o["langevin_steps"]), float(o["step_ratio"]), float(o["noise_factor"]))
         chosen, tune_seconds = set_sampling(
-            models, graphs, self.arch, sampling=sampling, tune=bool(o["tune_sampling"]), tune_samples=int(o["tune_samples"]),
+            models, graphs, self.arch, sampling=self.sampling, tune=bool(o["tune_sampling"]), tune_samples=int(o["tune_samples"]),
             generator=torch.Generator().manual_seed(self.config.seed * 7919 + k + TUNE_SEED_OFFSET), device=self.config.device)
         for slot, info in chosen.items():
             report["models"].setdefault(str(slot), {}).update(info)
