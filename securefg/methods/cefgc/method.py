@@ -109,7 +109,7 @@ TUNE_SEED_OFFSET = 500_009
 def check_options(o: Mapping[str, Any]) -> None:
     """Refuse option values that would train, sample or cache nothing useful, before phase 1 starts."""
     at_least = {"diffusion_epochs": 1, "diffusion_batch": 1, "diffusion_patience": 0, "max_nodes": 2,
-                "tune_samples": 1, "gnn_epochs": 1, "gnn_patience": 1}
+                "tune_samples": 1, "gnn_epochs": 1, "gnn_patience": 0}  # patience 0: no early stop
     def number(name: str, kind: type) -> float:
         try:
             return kind(o[name])
@@ -149,7 +149,8 @@ class CeFGC(Method):
             would close a triangle (graph_score's ``EDPScoreConfig.common_neighbors``; a
             departure from EDP-GNN, off to stay the paper's model). (default: ``False``)
         gnn_epochs (int): Max local GIN epochs (paper: 500). (default: ``500``)
-        gnn_patience (int): Stop after this many epochs without loss decrease. (default: ``30``)
+        gnn_patience (int): Stop after this many epochs without loss decrease; 0 trains every
+            epoch. (default: ``30``)
         weighting (str): FedAvg weights ``"uniform"`` (paper prose) or ``"size"``.
         generator_cache (str): Folder where each client keeps its phase-1 models (offline
             and reusable, as the paper says); empty = no cache. The key holds what training
