@@ -65,3 +65,12 @@ def test_partition_command_parses_the_split_like_run(capsys):
 def test_settings_that_would_run_nothing_are_refused_before_any_data_loads(field, value):
     with pytest.raises(ConfigError, match=field):
         RunConfig(method="fedavg", dataset="synthetic-graphs", **{field: value})
+
+
+@pytest.mark.parametrize("text", ["0.5,nan,0.5", "inf,0,0", "0.5,0.6,-0.1", "a,b,c", "0.5,0.5"])
+def test_split_ratios_must_be_three_finite_non_negative_numbers_summing_to_one(text):
+    from securefg.commands.run_cmd import parse_split
+
+    with pytest.raises(ConfigError, match="--split"):
+        parse_split(text)
+    assert parse_split("0.2,0.4,0.4") == (0.2, 0.4, 0.4)

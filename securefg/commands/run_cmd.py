@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from typing import Any
 
@@ -135,6 +136,6 @@ def parse_split(text: str | None) -> tuple[float, float, float] | None:
         parts = [float(x) for x in text.split(",")]
     except ValueError as exc:
         raise ConfigError(f"--split expects three numbers like 0.2,0.4,0.4, got {text!r}") from exc
-    if len(parts) != 3 or abs(sum(parts) - 1) > 1e-6 or min(parts) < 0:
+    if len(parts) != 3 or not all(math.isfinite(x) and x >= 0 for x in parts) or abs(sum(parts) - 1) > 1e-6:
         raise ConfigError(f"--split needs three non-negative ratios summing to 1, got {text!r}")
     return parts[0], parts[1], parts[2]
