@@ -58,18 +58,17 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         """Refuse settings that would run nothing or divide by zero, before any data is loaded."""
-        counts = {"rounds": self.rounds, "clients": self.clients, "batch_size": self.batch_size}
-        counts.update({"local_epochs": self.local_epochs} if self.local_epochs is not None else {})
-        for name, value in counts.items():
-            if not isinstance(value, int) or value < 1:
-                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
-        for name, value in {"hidden": self.hidden, "checkpoint_every": self.checkpoint_every}.items():
-            if not isinstance(value, int) or value < 0:
-                raise ConfigError(f"{name} must be a non-negative integer, got {value!r}")
-        rates = {"lr": self.lr, "weight_decay": self.weight_decay, "prox_mu": self.prox_mu}
-        for name, rate in rates.items():
-            if rate is not None and not (math.isfinite(rate) and (rate > 0 if name == "lr" else rate >= 0)):
-                raise ConfigError(f"{name} must be finite and {'> 0' if name == 'lr' else '>= 0'}, got {rate!r}")
+        at_least = {"rounds": 1, "clients": 1, "batch_size": 1, "local_epochs": 1, "hidden": 0, "checkpoint_every": 0}
+        for name, low in at_least.items():
+            value = getattr(self, name)
+            if not (value is None and name == "local_epochs") and (not isinstance(value, int) or value < low):
+                raise ConfigError(f"{name} must be an integer >= {low}, got {value!r}")
+        if self.lr is not None and not (math.isfinite(self.lr) and self.lr > 0):
+            raise ConfigError(f"lr must be finite and > 0, got {self.lr!r}")
+        for name in ("weight_decay", "prox_mu"):
+            rate = getattr(self, name)
+            if rate is not None and not (math.isfinite(rate) and rate >= 0):
+                raise ConfigError(f"{name} must be finite and >= 0, got {rate!r}")
 
 
 def data_seed_of(cfg: RunConfig) -> int:

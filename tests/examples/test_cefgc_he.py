@@ -35,7 +35,8 @@ def test_without_mutag_it_says_so_and_reports_the_synthetic_run(load_example, tm
     # The pair-averaging leak is measured from each client's own view of the HE run.
     leak = report["runs"][0]["leak"]
     assert set(leak) == {"client/0", "client/1", "client/2"}
-    assert all(v["relative_error"] < 1.0 for v in leak.values())
+    # A client paired with its mutual nearest peer gets that peer's model back up to CKKS noise.
+    assert min(v["relative_error"] for v in leak.values()) < 1e-4
     table = (out / "table.md").read_text()
     assert "| CeFGC+ (HE) |" in table and "SYNTHETIC" in table
     assert (out / "auc.png").stat().st_size > 0

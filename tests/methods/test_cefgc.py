@@ -50,9 +50,12 @@ class Run:
     summary: dict[str, Any]
 
 
+def _config(**options: Any) -> MethodConfig:
+    return MethodConfig(rounds=1, train=TrainConfig(lr=1e-3, weight_decay=5e-4), seed=1, options={**FAST, **options})
+
+
 def _run(name: str, stack: str, **options: Any) -> Run:
-    cfg = MethodConfig(rounds=1, train=TrainConfig(lr=1e-3, weight_decay=5e-4), seed=1, options={**FAST, **options})
-    method = method_class(name)(_task(), cfg)
+    method = method_class(name)(_task(), _config(**options))
     fed = Federation(3, ProtocolStack.load(stack), seed=1, extra_parties=method.extra_parties, keep_payloads=True)
     out = RoundRunner(method, fed, rounds=1, progress=False).run()
     return Run(method, fed, out.summary)
@@ -286,9 +289,8 @@ def test_cached_models_serve_other_sampling_settings_without_retraining(tmp_path
     ("langevin_steps", 0, "LangevinParams is invalid"),
 ])
 def test_bad_options_are_refused_when_the_method_is_built(option: str, value: Any, message: str) -> None:
-    cfg = MethodConfig(rounds=1, train=TrainConfig(lr=1e-3, weight_decay=5e-4), seed=1, options={**FAST, option: value})
     with pytest.raises(ConfigError, match=message):
-        method_class("cefgc")(_task(), cfg)
+        method_class("cefgc")(_task(), _config(**{option: value}))
 
 
 def test_a_cap_below_every_clients_graphs_is_refused_before_any_generator_trains(monkeypatch) -> None:
@@ -306,7 +308,5 @@ def test_a_cap_below_every_clients_graphs_is_refused_before_any_generator_trains
 def test_a_generator_cache_that_is_a_file_is_refused(tmp_path) -> None:
     blocker = tmp_path / "cache"
     blocker.write_text("not a folder")
-    cfg = MethodConfig(rounds=1, train=TrainConfig(lr=1e-3, weight_decay=5e-4), seed=1,
-                       options={**FAST, "generator_cache": str(blocker)})
     with pytest.raises(ConfigError, match="generator_cache must name a folder"):
-        method_class("cefgc")(_task(), cfg)
+        method_class("cefgc")(_task(), _config(generator_cache=str(blocker)))

@@ -106,24 +106,27 @@ TAG_WEIGHTS = "cefgc/weights"
 TUNE_SEED_OFFSET = 500_009
 
 
+def _option_number(o: Mapping[str, Any], name: str, kind: type[int | float]) -> float:
+    """An option given as text (CLI, TOML) or number, as ``kind``; a typed error otherwise."""
+    try:
+        return kind(o[name])
+    except (TypeError, ValueError):
+        raise ConfigError(f"option {name} must be a{'n integer' if kind is int else ' number'}, got {o[name]!r}") from None
+
+
 def check_options(o: Mapping[str, Any]) -> None:
     """Refuse option values that would train, sample or cache nothing useful, before phase 1 starts."""
     at_least = {"diffusion_epochs": 1, "diffusion_batch": 1, "diffusion_patience": 0, "max_nodes": 2,
                 "tune_samples": 1, "gnn_epochs": 1, "gnn_patience": 0}  # patience 0: no early stop
-    def number(name: str, kind: type) -> float:
-        try:
-            return kind(o[name])
-        except (TypeError, ValueError):
-            raise ConfigError(f"option {name} must be a{'n integer' if kind is int else ' number'}, "
-                              f"got {o[name]!r}") from None
-
     for name, low in at_least.items():
-        if number(name, int) < low:
+        if _option_number(o, name, int) < low:
             raise ConfigError(f"option {name} must be >= {low}, got {o[name]!r}")
-    for name, positive in (("diffusion_lr", True), ("synthetic_ratio", False)):
-        value = number(name, float)
-        if not math.isfinite(value) or value < 0 or (positive and value == 0):
-            raise ConfigError(f"option {name} must be finite and {'> 0' if positive else '>= 0'}, got {o[name]!r}")
+    lr = _option_number(o, "diffusion_lr", float)
+    if not (math.isfinite(lr) and lr > 0):
+        raise ConfigError(f"option diffusion_lr must be finite and > 0, got {o['diffusion_lr']!r}")
+    ratio = _option_number(o, "synthetic_ratio", float)
+    if not (math.isfinite(ratio) and ratio >= 0):
+        raise ConfigError(f"option synthetic_ratio must be finite and >= 0, got {o['synthetic_ratio']!r}")
     cache = str(o["generator_cache"])
     if cache and Path(cache).exists() and not Path(cache).is_dir():
         raise ConfigError(f"option generator_cache must name a folder, but {cache!r} is a file")
