@@ -11,6 +11,7 @@ for _name in (
     "securefg.methods.centralized",
     "securefg.methods.cefgc",
     "securefg.methods.fedstruct",
+    "securefg.methods.fedpub",
 ):
     try:
         importlib.import_module(_name)

@@ -142,6 +142,41 @@ class EncryptedVector:
 
     __rmul__ = __mul__
 
+    @classmethod
+    def linear_combination(cls, terms: Sequence[tuple[EncryptedVector, float]]) -> EncryptedVector:
+        """``sum_k a_k * x_k`` for public scalars ``a_k``, with *no* rescale.
+
+        Every product sits at scale ``Delta^2`` on the top level, so the terms add directly and
+        the result decrypts exactly at that scale (no rescale-prime factor). Rescaling is the
+        costly part of a plaintext multiply (about 3/4 of it at N=8192), and a K x K mix would
+        pay it K^2 times per chunk. The integer headroom at scale ``Delta^2`` on the top level,
+        ``sum(data primes) - 2 * scale_bits``, is never below the rescaled result's
+        (``first prime - scale_bits``), so nothing that decrypts correctly after a rescale
+        overflows here. The result has the upload's size (one prime more than a rescaled one).
+        """
+        if not terms:
+            raise InvalidInputError("a linear combination needs at least one term")
+        first = terms[0][0]
+        for vec, a in terms:
+            first._check_compatible(vec, "combine")
+            if not math.isfinite(float(a)):
+                raise InvalidInputError(f"cannot multiply by {a}")
+        ctx = first._chunks[0].context()
+        previous = ctx.auto_rescale
+        ctx.auto_rescale = False
+        try:
+            acc: list[ts.CKKSVector] = []
+            for vec, a in terms:
+                for k, chunk in enumerate(vec._chunks):
+                    term = chunk * float(a)
+                    if k < len(acc):
+                        acc[k].add_(term)
+                    else:
+                        acc.append(term)
+        finally:
+            ctx.auto_rescale = previous
+        return cls(acc, first._length)
+
     def dot(self, other: EncryptedVector) -> EncryptedVector:
         """Encrypted inner product as a length-1 vector with every other slot masked to zero.
 

@@ -5,9 +5,10 @@ Flow and what each party learns (semi-honest; no secret-key holder colludes with
 1. Key setup gives every *receiving* client the secret context (sealed to it), the server the
    public context, and senders that receive nothing the public context.
 2. Each client j uploads ``Enc(x_j)`` (``Form.CIPHERTEXT``).
-3. For each receiver i the server computes ``sum_j A_ij * Enc(x_j)`` (public scalars, one level;
-   every term is multiplied, even by 1.0, so all terms sit at one level), optionally
-   rerandomizes it, and sends it to i (``Form.CIPHERTEXT``).
+3. For each receiver i the server computes ``sum_j A_ij * Enc(x_j)`` (public scalars; every
+   term is multiplied, even by 1.0, and none is rescaled, so all sit at scale Delta^2 on the top
+   level: :meth:`EncryptedVector.linear_combination`), optionally rerandomizes it (adds a fresh
+   ``Enc(0) * 1.0``), and sends it to i (``Form.CIPHERTEXT``).
 4. Client i decrypts. It learns sum_j A_ij x_j -- the exchange's output -- and nothing else *by
    protocol*: CKKS has no circuit privacy, so the ciphertext noise of the result is a function of
    the inputs' noise (a tiny, unexploited-in-practice channel; ``rerandomize`` adds fresh
@@ -64,16 +65,10 @@ def personalized_sums(
     uploads = dict(upload_encrypted(call, keys, inputs))
     server_ctx = keys.context_of(call, call.server)
     for i in receivers:
-        mixed: EncryptedVector | None = None
-        for j, a in sorted(coefficients[i].items()):
-            if j not in uploads or float(a) == 0.0:
-                continue
-            term = uploads[j] * float(a)
-            mixed = term if mixed is None else mixed + term
-        if mixed is None:  # an all-zero row: a fresh encryption of zeros
-            mixed = server_ctx.encrypt_zeros(length)
-        if rerandomize:
-            mixed = mixed.rerandomize(server_ctx)
+        terms = [(uploads[j], float(a)) for j, a in sorted(coefficients[i].items()) if j in uploads and float(a) != 0.0]
+        if rerandomize or not terms:  # a fresh encryption of zeros hides the mix (or is the whole all-zero row)
+            terms.append((server_ctx.encrypt_zeros(length), 1.0))
+        mixed = EncryptedVector.linear_combination(terms)
         call.transport.send(
             Envelope(
                 call.server, (i,), call.round, call.tag, mixed.to_bytes(),
