@@ -1,6 +1,7 @@
 """Importing this module registers every built-in attack (and the trimmed-mean defence)."""
 
 from securefg.attacks import (  # noqa: F401
+    community_inference,
     crafted_nsf,
     defences,
     diffusion_membership,

@@ -116,7 +116,8 @@ class LinkStealing(Attack):
     metric = "auc"
     metric_doc = "ROC-AUC of posterior similarity: true edges between target nodes vs sampled non-edges"
     defaults: ClassVar[Mapping[str, Any]] = {"pairs": 2000, "similarity": "correlation", "local_models": True}
-    payload_tags = ("fedavg/model", "fedavg/update", "fedstruct/model")
+    #: FED-PUB: the initial model and the first round's uploads (every round's would not fit in memory).
+    payload_tags = ("fedavg/model", "fedavg/update", "fedstruct/model", "fedpub/model", "fedpub/weights@0")
 
     def supports(self, ctx: AdversaryContext) -> Support:
         if ctx.run.task != "node":

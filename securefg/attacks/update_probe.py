@@ -16,10 +16,10 @@ import torch
 
 from securefg.attacks.base import AdversaryContext, Attack, AttackOutcome, Challenge, Support
 from securefg.attacks.metrics import stratified_auc
-from securefg.attacks.updates import UpdateProfile, UpdateSource, profile_for, round_payloads
+from securefg.attacks.updates import PROFILES, UpdateProfile, UpdateSource, profile_for, round_payloads
 
 #: The broadcasts and uploads of every model-averaging method the probes read.
-UPDATE_TAGS = ("fedavg/model", "fedavg/update", "cefgc/init", "cefgc/weights", "fedstruct/model", "fedstruct/update")
+UPDATE_TAGS = tuple(t for p in PROFILES for t in (p.model_tag, p.update_tag))
 
 
 class UpdateProbe(Attack):

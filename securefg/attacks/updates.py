@@ -56,6 +56,12 @@ class UpdateProfile:
     """Prefix of the parameters whose output layer carries the client's *own* labels (FedStruct:
     the feature branch ``f.``; in the hardened variant ``g``'s gradient mixes every receiver's
     residuals through the owner's peer sum)."""
+    weighted: bool = True
+    """The upload ends with the client's public weight (``aggregate``); ``False``: the vector alone
+    (``personalized_aggregate``, FED-PUB)."""
+    initial_only: bool = False
+    """Only the initial model is broadcast (FED-PUB: later each client starts from its own mix),
+    so every round's update is measured from it: the change since initialisation."""
 
 
 PROFILES = (
@@ -63,6 +69,7 @@ PROFILES = (
     UpdateProfile("cefgc/init", "cefgc/weights", False),
     UpdateProfile("fedstruct/model", "fedstruct/update", True, model_key="", gradient=True,
                   not_model=frozenset({"num_labeled", "nsf_grad"}), head="f."),
+    UpdateProfile("fedpub/model", "fedpub/weights", False, model_key="", weighted=False, initial_only=True),
 )
 
 
@@ -110,10 +117,16 @@ class UpdateSource:
 
     @property
     def rounds(self) -> list[int]:
-        """Rounds with a readable reference model."""
+        """Rounds with a readable reference model (``initial_only``: with a readable upload)."""
+        if self.profile.initial_only:
+            if not self._refs:
+                return []
+            return sorted({rec.round for rec in self.view.records(self.profile.update_tag) if self.view.readable(rec)})
         return sorted(self._refs)
 
     def reference(self, r: int) -> Tensors | None:
+        if self.profile.initial_only and self._refs:
+            return self._refs[min(self._refs)]
         return self._refs.get(r)
 
     def individual(self, r: int, cid: str) -> Tensors | None:
@@ -124,10 +137,10 @@ class UpdateSource:
             t = self.view.decode(rec)
             if t is None or set(t) != {"x"}:
                 continue
-            size = t["x"].numel()
-            if size != self.layout.size + 1 and not (self.profile.gradient and size > self.layout.size + 1):
+            size, extra = t["x"].numel(), int(self.profile.weighted)
+            if size != self.layout.size + extra and not (self.profile.gradient and size > self.layout.size + 1):
                 continue
-            vec = t["x"].double()
+            vec = t["x"].double() if extra else torch.cat([t["x"].double(), torch.ones(1, dtype=torch.float64)])
             w = float(vec[-1])
             if w <= 0:
                 continue
@@ -163,7 +176,8 @@ class UpdateSource:
     def _as_delta(self, r: int, x: Mapping[str, torch.Tensor]) -> Tensors:
         if self.profile.update_is_delta:
             return dict(x)
-        ref = self._refs[r]
+        ref = self.reference(r)
+        assert ref is not None
         return {k: x[k].double() - ref[k] for k in ref}
 
 

@@ -46,9 +46,30 @@ FEDSTRUCT = {
     ),
 }
 
-DISCLOSURES: dict[str, dict[str, str]] = {"fedstruct": FEDSTRUCT}
+FEDPUB = {
+    "fedpub/embedding": (
+        "The server learns the cosine matrix of the clients' functional embeddings (it needs it to weight "
+        "the mixes): in the clear from the embeddings under plaintext, as decrypted cosines under CKKS, from "
+        "noised embeddings under the DP stack. Under homophily it names the clients whose label distributions "
+        "are alike (community_inference); the CKKS key holder sees the same values, shuffled."
+    ),
+    "fedpub/weights": (
+        "Client i decrypts its own mix sum_j alpha_ij theta_j. Knowing its own model, and the weights if the "
+        "server discloses them, it holds sum_{j != i} alpha_ij theta_j: a blend of its peers' models in which "
+        "no peer weighs more than max_peer_weight (the leakage guard; result.json 'fedpub' reports the largest "
+        "weight sent). The server learns the weights it chose and nothing of a model under CKKS."
+    ),
+    "fedpub/metrics": "The server learns the mean validation and test accuracy over the clients.",
+    "fedpub/model": "The random initial model, public by design.",
+}
+
+DISCLOSURES: dict[str, dict[str, str]] = {"fedstruct": FEDSTRUCT, "fedpub": FEDPUB}
 
 METHOD_ASSUMPTIONS: dict[str, tuple[str, ...]] = {
+    "fedpub": (
+        ("FED-PUB under CKKS: every client holds the secret key of the weights' key session (it decrypts its "
+         "own mix), so the server colluding with any client decrypts every upload; non-collusion is assumed."),
+    ),
     "fedstruct": (
         ("FedStruct-B: all parties share global node ids and each client knows the owner and id of every "
         "inter-edge endpoint (notes B0; the paper gives no protocol for agreeing on them, e.g. PSI)."),
