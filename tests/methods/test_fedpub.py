@@ -67,14 +67,14 @@ def test_masks_never_appear_in_any_transcript_entry_while_weights_do_in_plaintex
 def test_proxy_graph_is_identical_across_clients_and_independent_of_data() -> None:
     proxies = []
     for seed in (0, 1):  # two different data sets, same public seed and feature size
-        method, fed, _ = _run(_task(seed=seed), rounds=1)
+        _, fed, _ = _run(_task(seed=seed), rounds=1)
         for cid in fed.client_ids:
             proxies.append(fed.parties[cid].state["proxy"])
     x0, e0 = proxies[0]
     assert x0.shape == (500, 12) and e0.shape[0] == 2 and e0.shape[1] > 0
     for x, e in proxies[1:]:
         assert torch.equal(x, x0) and torch.equal(e, e0)
-    other, fed, _ = _run(_task(), rounds=1, proxy_seed=7)
+    _, fed, _ = _run(_task(), rounds=1, proxy_seed=7)
     x7, _ = fed.parties["client/0"].state["proxy"]
     assert not torch.equal(x7, x0)
     # blocks: 5 x 100 nodes, and with p_out = 0 no edge crosses a block
@@ -164,7 +164,7 @@ def test_protected_stack_equals_plaintext_on_a_small_run() -> None:
 
 
 def test_dp_stack_noises_the_embeddings_and_reports_epsilon() -> None:
-    method, fed, _ = _run(_task(), rounds=2, stack="fedpub_dp")
+    _, fed, _ = _run(_task(), rounds=2, stack="fedpub_dp")
     report = privacy_report(fed.parties, stack=ProtocolStack.load("fedpub_dp"))
     assert 0 < report["epsilon"] < float("inf")
     releases = [rel for c in report["clients"].values() for rel in c["client"]["releases"]]
