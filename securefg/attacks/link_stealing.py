@@ -55,6 +55,35 @@ def pair_similarity(h: torch.Tensor, pairs: torch.Tensor, kind: str) -> torch.Te
     return (a * b).sum(1) / (a.norm(dim=1) * b.norm(dim=1)).clamp(min=1e-12)
 
 
+def _own_mix(ctx: AdversaryContext) -> dict[str, torch.Tensor] | None:
+    """A client coalition's freshest model: the first member's own decrypted FED-PUB mix (its
+    ``personal`` state). None for a server adversary, which reads models from its view instead."""
+    if "server" in ctx.view.members:
+        return None
+    for pid in ctx.view.clients:
+        mix = ctx.view.own_state(pid, "personal")
+        if mix:
+            return {k: torch.as_tensor(v) for k, v in mix.items()}
+    return None
+
+
+def _gcn_posteriors(adv: AdversaryContext, state: Mapping[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+    """Posteriors of a GCN with ``state``'s weights on features alone (self-loops, no edges)."""
+    from securefg.models.gcn import GCN
+
+    hidden = int(state["conv1.lin.weight"].shape[0]) if "conv1.lin.weight" in state else 0
+    if not hidden:
+        raise ValueError("link_stealing expects the GCN backbone (conv1/conv2/clsif)")
+    model = GCN(adv.run.num_features, adv.run.num_classes, hidden_channels=hidden).double()
+    missing = model.load_state_dict({k: v.double() for k, v in state.items()}, strict=False)
+    if missing.missing_keys:
+        raise ValueError(f"the held model lacks {missing.missing_keys}")
+    model.eval()
+    with torch.no_grad():
+        logits = model(x.double(), torch.empty(2, 0, dtype=torch.long))
+    return torch.softmax(logits, -1)
+
+
 def sample_pairs(edges: torch.Tensor, nodes: torch.Tensor, n_pos: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
     """Up to ``n_pos`` edges (one direction) among ``nodes`` and as many non-edges among them."""
     inside = torch.zeros(int(max(int(edges.max()) if edges.numel() else 0, int(nodes.max())) + 1), dtype=torch.bool)
@@ -127,6 +156,8 @@ class LinkStealing(Attack):
         if MODEL_TAG in ctx.view.tags():
             ok = held_theta(ctx.view) is not None
             return Support(ok, "" if ok else f"no readable {MODEL_TAG!r} broadcast in the adversary's view")
+        if _own_mix(ctx) is not None:
+            return Support(True)
         prof = profile_for(ctx.view.tags())
         if prof is None or not UpdateSource(ctx.view, prof).rounds:
             return Support(False, "no readable model in the adversary's view")
@@ -144,8 +175,8 @@ class LinkStealing(Attack):
         self._features = adv.knowledge.target_features
         if MODEL_TAG in adv.view.tags():
             return self._fedstruct_posteriors(adv)
-        from securefg.models.gcn import GCN
-
+        if _own_mix(adv) is not None:
+            return self._mix_posteriors(adv)
         prof = profile_for(adv.view.tags())
         assert prof is not None
         src = UpdateSource(adv.view, prof)
@@ -165,17 +196,18 @@ class LinkStealing(Attack):
                 self._used.add("local")
             else:
                 self._used.add("global")
-            hidden = int(state["conv1.lin.weight"].shape[0]) if "conv1.lin.weight" in state else 0
-            if not hidden:
-                raise ValueError("link_stealing expects the GCN backbone (conv1/conv2/clsif)")
-            model = GCN(adv.run.num_features, adv.run.num_classes, hidden_channels=hidden).double()
-            missing = model.load_state_dict({k: v for k, v in state.items()}, strict=False)
-            if missing.missing_keys:
-                raise ValueError(f"the held model lacks {missing.missing_keys}")
-            model.eval()
-            with torch.no_grad():
-                logits = model(x.double(), torch.empty(2, 0, dtype=torch.long))
-            post[gid] = torch.softmax(logits, -1)
+            post[gid] = _gcn_posteriors(adv, state, x)
+        return post
+
+    def _mix_posteriors(self, adv: AdversaryContext) -> torch.Tensor:
+        """FED-PUB, curious client: its own decrypted personalised mix on every target's features."""
+        mix = _own_mix(adv)
+        assert mix is not None
+        n = 1 + max(int(g.max()) for g, _ in adv.knowledge.target_features.values())
+        post = torch.zeros(n, adv.run.num_classes, dtype=torch.float64)
+        for gid, x in adv.knowledge.target_features.values():
+            post[gid] = _gcn_posteriors(adv, mix, x)
+        self._used = {"own personalised mix"}
         return post
 
     def _fedstruct_posteriors(self, adv: AdversaryContext) -> torch.Tensor:

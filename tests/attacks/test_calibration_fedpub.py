@@ -49,3 +49,13 @@ def test_community_inference_is_a_by_design_leak_on_both_stacks(task, runs):
     assert ckks.value == pytest.approx(plain.value, abs=1e-6)  # CKKS hides embeddings, not their similarity
     client = threat(["client/0"], {"community_inference": {}})
     assert play(client, runs["fedpub_ckks"], task)["community_inference"].status == "skipped"
+
+
+def test_a_curious_client_attacks_with_its_own_decrypted_mix_on_every_stack(task, runs):
+    tm = threat(["client/0"], {"link_stealing": {"pairs": 600}}, target_features=True)
+    plain = _ran(play(tm, runs["plaintext"], task), "link_stealing")
+    ckks = _ran(play(tm, runs["fedpub_ckks"], task), "link_stealing")
+    assert plain.details["model"] == ["own personalised mix"]
+    # the client decrypts the same mix under CKKS (it must, to train): the stacks cannot differ
+    assert ckks.value == pytest.approx(plain.value, abs=0.02)
+    assert plain.value != pytest.approx(0.5, abs=1e-3)  # a trained model's posteriors, not a constant
