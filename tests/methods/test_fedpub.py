@@ -223,3 +223,16 @@ def test_checkpoint_restores_the_personalised_models() -> None:
             assert torch.equal(fed2.parties[cid].state["personal"][k], v)
         a, b = fed.parties[cid].state["model"].state_dict(), fed2.parties[cid].state["model"].state_dict()
         assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_models_and_proxy_graph_live_on_the_configured_device() -> None:
+    task = _task()
+    cfg = MethodConfig(rounds=1, train=TrainConfig(lr=0.01), seed=3, hidden=16, device=torch.device("cuda"))
+    method = method_class("fedpub")(task, cfg)
+    fed = Federation(method.num_clients, ProtocolStack.load("plaintext"), seed=3, extra_parties=method.extra_parties)
+    RoundRunner(method, fed, rounds=1, progress=False).run()
+    for cid in fed.client_ids:
+        state = fed.parties[cid].state
+        assert all(p.is_cuda for p in state["model"].parameters())
+        assert all(t.is_cuda for t in state["proxy"])
