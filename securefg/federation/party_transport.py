@@ -50,6 +50,10 @@ class PartyTransport:
         self._inbox: deque[bytes] = deque()
         self._outbox: dict[str, list[bytes]] = {}
         self.offline: set[str] = set()
+        self.clock = 0
+        """Logical time of this party's sends (the engine's step count); :attr:`clocks` holds
+        it per transcript record so the parties' transcripts merge in causal order."""
+        self.clocks: list[int] = []
 
     @property
     def parties(self) -> tuple[str, ...]:
@@ -68,6 +72,7 @@ class PartyTransport:
                 round=env.round, tag=env.tag, stage=env.stage, sender=env.sender, receiver=receiver,
                 form=env.form, payload=env.payload, wire_bytes=len(wire), is_error=env.error is not None,
             )
+            self.clocks.append(self.clock)
             self._outbox.setdefault(receiver, []).append(wire)
 
     def take_outbox(self, receiver: str) -> list[bytes]:

@@ -53,6 +53,27 @@ def provision(workdir: Path, cfg: Any, clients: int) -> None:
     (workdir / "directory.json").write_text(json.dumps(directory))
 
 
+def merge_transcripts(workdir: Path, pids: list[str], out: Path) -> None:
+    """Merge the parties' transcripts in causal order (logical clock, then party, then index).
+
+    A party killed mid-run left no transcript: what it sent before dying is missing from the
+    merge (its bytes are in the server's received count only as far as the server's own
+    transcript records them, i.e. not at all); tests of dropouts read contributors instead.
+    """
+    rows = []
+    for order, pid in enumerate(pids):
+        path, clocks_path = out_file(workdir, pid, "transcript.jsonl"), out_file(workdir, pid, "clocks.json")
+        if not path.exists():
+            continue
+        lines = path.read_text().splitlines()
+        clocks = json.loads(clocks_path.read_text())
+        if len(clocks) != len(lines):
+            raise ProtocolError(f"{pid}'s transcript and clocks disagree ({len(lines)} vs {len(clocks)})")
+        rows += [(clock, order, i, line) for i, (clock, line) in enumerate(zip(clocks, lines))]
+    rows.sort(key=lambda row: row[:3])
+    out.write_text("".join(line + "\n" for *_, line in rows))
+
+
 class FlowerProcesses:
     """The party processes of one run (started by :meth:`start`, reaped by :meth:`wait`).
 
@@ -140,10 +161,9 @@ def run_flower_experiment(cfg: Any, *, workdir: Path | None = None, timeout: flo
     server = json.loads(server_out.read_text())
 
     fed = Federation(n, stack, seed=cfg.seed)
-    for pid in [SERVER, *fed.client_ids]:
-        path = out_file(work, pid, "transcript.jsonl")
-        if path.exists():
-            load_jsonl(path, fed.transcript)
+    merged = work / "transcript.jsonl"
+    merge_transcripts(work, [SERVER, *fed.client_ids], merged)
+    load_jsonl(merged, fed.transcript)
     scores: dict[int, dict[str, dict[str, float]]] = {}
     for cid in fed.client_ids:
         path = out_file(work, cid, "scores.jsonl")

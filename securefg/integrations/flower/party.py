@@ -45,6 +45,12 @@ def load_transport(workdir: Path, pid: str) -> PartyTransport:
     return PartyTransport(identity, session=(workdir / "session").read_bytes(), directory=directory)
 
 
+def save_transcript(workdir: Path, transport: PartyTransport) -> None:
+    """This party's sends, and their logical clocks for the causal merge."""
+    transport.transcript.save_jsonl(out_file(workdir, transport.pid, "transcript.jsonl"))
+    out_file(workdir, transport.pid, "clocks.json").write_text(json.dumps(transport.clocks))
+
+
 def load_config(workdir: Path) -> Any:
     from securefg.experiment import RunConfig
 
@@ -86,7 +92,7 @@ def run_server(workdir: Path, address: str, clients: int, connect_timeout: float
         t0 = time.perf_counter()
         view = fedavg.run_server(rt, method, stack, rounds=cfg.rounds)
         train_seconds = time.perf_counter() - t0
-        transport.transcript.save_jsonl(out_file(workdir, SERVER, "transcript.jsonl"))
+        save_transcript(workdir, transport)
         out_file(workdir, SERVER, "json").write_text(json.dumps({
             "server_view": view, "train_seconds": train_seconds, "dropped": rt.dropped,
             "framing_bytes": rt.framing_bytes, "flower_bytes_sent": grid.bytes_sent,
@@ -130,7 +136,7 @@ def run_client(workdir: Path, address: str, index: int) -> None:
         start_client_internal(server_address=address, node_config={}, load_client_app_fn=lambda *_: app,
                               insecure=True, max_wait_time=60)
     finally:
-        transport.transcript.save_jsonl(out_file(workdir, pid, "transcript.jsonl"))
+        save_transcript(workdir, transport)
 
 
 def _only_own_data(task: Any, index: int) -> Any:

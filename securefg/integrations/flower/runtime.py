@@ -75,12 +75,14 @@ class ServerRuntime:
     ) -> dict[str, Step]:
         """One request/reply with each of ``pids`` still live; returns the replies that came."""
         node_to_pid = {n: p for p, n in self.nodes.items()}
+        seq = self.transport.clock // 2
+        info = {**(info or {}), "seq": seq}
         msgs = []
         for pid in pids:
             if pid in self.dropped:
                 self.transport.take_outbox(pid)
                 continue
-            req = Step(action, round, tag, stage, tuple(self.transport.take_outbox(pid)), dict(info or {}))
+            req = Step(action, round, tag, stage, tuple(self.transport.take_outbox(pid)), dict(info))
             self.framing_bytes += req.framing_bytes()
             msgs.append(Message(req.to_content(), dst_node_id=self.nodes[pid], message_type=MESSAGE_TYPE))
         out: dict[str, Step] = {}
@@ -94,6 +96,7 @@ class ServerRuntime:
             self.framing_bytes += got.framing_bytes()
             self.transport.deliver(got.wires)
             out[pid] = got
+        self.transport.clock = 2 * (seq + 1)  # the server's next sends come after these replies
         return out
 
 
@@ -127,6 +130,8 @@ class ClientRuntime:
             raise ProtocolError(f"{self.party.pid} has no handler for action {step.action!r} "
                                 f"(known: {sorted(self.handlers)})")
         self.transport.deliver(step.wires)
+        seq = step.info.get("seq", 0)
+        self.transport.clock = 2 * int(seq) + 1  # replies to step seq: after the server's sends
         info = self.handlers[step.action](step) or {}
         reply = Step(step.action, step.round, step.tag, step.stage,
                      tuple(self.transport.take_outbox(SERVER)), dict(info))
