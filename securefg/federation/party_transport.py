@@ -43,6 +43,7 @@ class PartyTransport:
         if identity.pid not in directory or directory[identity.pid] != identity.public_bytes:
             raise AuthenticationError(f"the directory does not hold {identity.pid!r}'s own public key")
         self.pid = identity.pid
+        self.public_key = identity.public_bytes
         self.session = session
         self.transcript = transcript if transcript is not None else Transcript()
         self._endpoint = ChannelEndpoint(identity, session, dict(directory))

@@ -9,8 +9,8 @@ loop (``start_client_internal``) around a ``ClientApp``, and :class:`BidiGrid` g
 server-side code Flower's ``Grid`` interface (``send_and_receive`` of ``Message`` objects).
 
 The gRPC stream only knows Flower's legacy instructions, so a ``Message`` rides it inside a
-``GetPropertiesIns`` (``tunnel_*`` below): its type and its content's ``ConfigRecord`` go in as
-scalar entries and come out as the same ``Message`` on the client, where the ``ClientApp``
+``GetPropertiesIns`` (``tunnel_*`` below): its type and its content (serialized by Flower's own
+protobuf serde) go in as two scalar entries and come out as the same ``Message`` on the client, where the ``ClientApp``
 (with its Mods) handles it by its custom type. A dead client shows up as a closed stream: the
 grid turns it into an error reply, which the protocol layer treats as a dropout.
 """
@@ -23,11 +23,13 @@ import uuid
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from flwr.app import ConfigRecord, Context, Message, RecordDict
+from flwr.app import Context, Message, RecordDict
 from flwr.app.error import Error
 from flwr.common import Code, GetPropertiesIns, GetPropertiesRes, Status
 from flwr.common.constant import ErrorCode
+from flwr.common.serde import recorddict_from_proto, recorddict_to_proto
 from flwr.compat.client.client import Client
+from flwr.proto.recorddict_pb2 import RecordDict as ProtoRecordDict  # pylint: disable=E0611
 from flwr.server.client_manager import SimpleClientManager
 from flwr.server.client_proxy import ClientProxy
 from flwr.serverapp.grid import Grid
@@ -37,51 +39,24 @@ from flwr.supercore.task_identity import TaskIdentity
 from securefg.errors import CodecError
 
 _TYPE = "__type"
-_LIST = "__list:"
+_CONTENT = "__content"
 
 
-def tunnel_pack(message_type: str, record: ConfigRecord) -> dict[str, bool | bytes | float | int | str]:
-    """A ``ConfigRecord`` (scalars and lists of bytes) as the scalar dict a legacy message holds."""
-    out: dict[str, bool | bytes | float | int | str] = {_TYPE: message_type}
-    for k, v in record.items():
-        if isinstance(v, list):
-            out[f"{_LIST}{k}"] = len(v)
-            for i, item in enumerate(v):
-                if not isinstance(item, bytes):
-                    raise CodecError(f"tunnel carries lists of bytes only; {k!r} holds {type(item).__name__}")
-                out[f"{_LIST}{k}:{i}"] = item
-        else:
-            out[k] = v
-    return out
+def tunnel_pack(message_type: str, content: RecordDict) -> dict[str, bool | bytes | float | int | str]:
+    """A ``Message``'s type and content as the scalar dict a legacy ``GetPropertiesIns`` holds
+    (the content serialized with Flower's own protobuf serde)."""
+    return {_TYPE: message_type, _CONTENT: recorddict_to_proto(content).SerializeToString()}
 
 
-def tunnel_unpack(props: dict[str, bool | bytes | float | int | str]) -> tuple[str, ConfigRecord]:
-    """Inverse of :func:`tunnel_pack`."""
-    mtype = props.get(_TYPE)
-    if not isinstance(mtype, str):
-        raise CodecError("tunnelled message has no type")
-    rec: dict[str, object] = {}
-    for k, v in props.items():
-        if k == _TYPE or (k.startswith(_LIST) and k.count(":") == 2):
-            continue
-        if k.startswith(_LIST):
-            name = k[len(_LIST):]
-            if not isinstance(v, int) or v < 0:
-                raise CodecError(f"tunnelled list {name!r} has a bad length")
-            items = [props.get(f"{_LIST}{name}:{i}") for i in range(v)]
-            if not all(isinstance(x, bytes) for x in items):
-                raise CodecError(f"tunnelled list {name!r} is incomplete")
-            rec[name] = items
-        else:
-            rec[k] = v
-    return mtype, ConfigRecord(rec)  # type: ignore[arg-type]
-
-
-def _only_record(content: RecordDict) -> tuple[str, ConfigRecord]:
-    names = list(content.config_records)
-    if len(names) != 1 or content.array_records or content.metric_records:
-        raise CodecError("the gRPC tunnel carries exactly one ConfigRecord per message")
-    return names[0], content.config_records[names[0]]
+def tunnel_unpack(props: dict[str, bool | bytes | float | int | str]) -> tuple[str, RecordDict]:
+    """Inverse of :func:`tunnel_pack`; the bytes are parsed by protobuf, never unpickled."""
+    mtype, raw = props.get(_TYPE), props.get(_CONTENT)
+    if not isinstance(mtype, str) or not isinstance(raw, bytes):
+        raise CodecError("tunnelled message lacks its type or content")
+    try:
+        return mtype, recorddict_from_proto(ProtoRecordDict.FromString(raw))
+    except Exception as exc:  # protobuf DecodeError and friends
+        raise CodecError(f"tunnelled message content does not parse: {exc}") from exc
 
 
 class BidiGrid(Grid):
@@ -159,9 +134,7 @@ class BidiGrid(Grid):
         proxy = self._nodes.get(msg.metadata.dst_node_id)
         if proxy is None:
             return Message(Error(code=ErrorCode.NODE_UNAVAILABLE, reason="unknown node"), reply_to=msg)
-        name, record = _only_record(msg.content)
-        props = tunnel_pack(msg.metadata.message_type, record)
-        props["__record"] = name
+        props = tunnel_pack(msg.metadata.message_type, msg.content)
         self.bytes_sent += _scalar_bytes(props)
         try:
             res = proxy.get_properties(GetPropertiesIns(config=props), timeout=None, group_id=None)
@@ -172,9 +145,8 @@ class BidiGrid(Grid):
             return Message(Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION, reason=res.status.message),
                            reply_to=msg)
         self.bytes_received += _scalar_bytes(res.properties)
-        rname = res.properties.pop("__record", name)
-        _, rrec = tunnel_unpack(res.properties)
-        return Message(RecordDict({str(rname): rrec}), reply_to=msg)
+        _, content = tunnel_unpack(res.properties)
+        return Message(content, reply_to=msg)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -189,7 +161,9 @@ class TunnelClient(Client):
 
     Args:
         handle (Callable[[Message, Context], Message]): The ``ClientApp`` (with its Mods).
-        context (Context): This node's context, kept for the life of the process.
+        context (Context): This node's context, kept for the life of the process (Flower's
+            gRPC-bidi client loop gives every node id -1 and an empty ``node_config``, so a
+            runtime that knows the node's partition passes its own).
     """
 
     def __init__(self, handle: Callable[[Message, Context], Message], context: Context) -> None:
@@ -197,18 +171,13 @@ class TunnelClient(Client):
         self._context = context
 
     def get_properties(self, ins: GetPropertiesIns) -> GetPropertiesRes:
-        props = dict(ins.config)
-        name = str(props.pop("__record", "securefg"))
-        mtype, rec = tunnel_unpack(props)
+        mtype, content = tunnel_unpack(dict(ins.config))
         if TaskIdentity._run_id is None:  # noqa: SLF001 - Message() needs a run id in this process
             TaskIdentity.task_id, TaskIdentity.run_id, TaskIdentity.node_id = 1, self._context.run_id, 1
-        msg = Message(RecordDict({name: rec}), dst_node_id=self._context.node_id, message_type=mtype)
+        msg = Message(content, dst_node_id=self._context.node_id, message_type=mtype)
         msg.metadata.__dict__["_message_id"] = uuid.uuid4().hex
         reply = self._handle(msg, self._context)
         if reply.has_error():
             return GetPropertiesRes(status=Status(code=Code.GET_PROPERTIES_NOT_IMPLEMENTED,
                                                   message=reply.error.reason), properties={})
-        rname, rrec = _only_record(reply.content)
-        out = tunnel_pack(mtype, rrec)
-        out["__record"] = rname
-        return GetPropertiesRes(status=Status(code=Code.OK, message=""), properties=out)
+        return GetPropertiesRes(status=Status(code=Code.OK, message=""), properties=tunnel_pack(mtype, reply.content))

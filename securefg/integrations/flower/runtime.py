@@ -118,13 +118,14 @@ class ClientRuntime:
         self.handlers: dict[str, Handler] = {"hello": lambda step: {"pid": party.pid}}
         self.finished = False
         self.app = ClientApp(mods=mods or [])
-        self.app.query("securefg")(self._on_message)
+        self.app.query("securefg")(self.handle)
 
     def on(self, action: str, handler: Handler) -> None:
         """Register the handler of ``action``."""
         self.handlers[action] = handler
 
-    def _on_message(self, msg: Message, context: Context) -> Message:
+    def handle(self, msg: Message, context: Context) -> Message:
+        """Answer one ``query.securefg`` step (deliver its wires, run its action, reply)."""
         step = Step.from_content(msg.content)
         if step.action not in self.handlers:
             raise ProtocolError(f"{self.party.pid} has no handler for action {step.action!r} "
