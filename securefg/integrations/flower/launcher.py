@@ -111,10 +111,10 @@ class FlowerProcesses:
         """Wait for the server, then the clients; kill whatever is left. Returns exit codes."""
         deadline = time.monotonic() + timeout
         try:
-            self.procs[SERVER].wait(timeout=max(1.0, deadline - time.monotonic()))
+            self.procs[SERVER].wait(timeout=max(0.01, deadline - time.monotonic()))
             for pid, p in self.procs.items():
                 if pid != SERVER:
-                    p.wait(timeout=max(1.0, min(30.0, deadline - time.monotonic())))
+                    p.wait(timeout=max(0.01, min(30.0, deadline - time.monotonic())))
         except subprocess.TimeoutExpired:
             pass
         finally:
@@ -152,8 +152,12 @@ def run_flower_experiment(cfg: Any, *, workdir: Path | None = None, timeout: flo
     provision(work, replace(cfg, progress=False), n)
     procs = FlowerProcesses(work, n, nice=nice)
     procs.start()
-    if on_start is not None:
-        on_start(procs)
+    try:
+        if on_start is not None:
+            on_start(procs)
+    except BaseException:
+        procs.wait(0)  # reap every party before the error leaves
+        raise
     codes = procs.wait(timeout)
     server_out = out_file(work, SERVER, "json")
     if codes[SERVER] != 0 or not server_out.exists():
