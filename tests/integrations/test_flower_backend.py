@@ -18,7 +18,8 @@ from securefg.integrations.flower.party import out_file  # noqa: E402
 
 
 def _cfg(**kw):
-    base = dict(method="fedavg", dataset="csbm", clients=3, rounds=2, seed=5, hidden=8, progress=False)
+    base = dict(method="fedavg", dataset="csbm", clients=3, rounds=2, seed=5, hidden=8, local_epochs=10, lr=0.05,
+                progress=False)
     return RunConfig(**{**base, **kw})
 
 
@@ -42,21 +43,27 @@ def test_client_process_killed_mid_round_is_a_dropout_and_the_round_sums_the_sur
     work = tmp_path / "work"
     victim = client_id(2)
 
-    def kill_after_first_training(procs):
-        scores = out_file(work, victim, "scores.jsonl")
+    def kill_inside_the_secure_sum(procs):
+        steps = out_file(work, victim, "steps")
         deadline = time.monotonic() + 900
-        while not (scores.exists() and scores.read_text().strip()):  # it has trained in round 0
+        while not (steps.exists() and "0 aggregate fedavg/update secure_sum/share_keys" in steps.read_text()):
             if time.monotonic() > deadline:
-                pytest.fail("the victim never trained:\n" + procs.log_tail(victim) + procs.log_tail("server"))
-            time.sleep(0.01)
-        procs.kill(victim)  # SIGKILL: its masked update for round 0 is never sent
+                pytest.fail("the victim never reached share_keys:\n" + procs.log_tail(victim) + procs.log_tail("server"))
+            time.sleep(0.005)
+        procs.kill(victim)  # SIGKILL inside round 0's update secure sum
 
-    res = run_flower_experiment(_cfg(rounds=2), workdir=work, on_start=kill_after_first_training)
+    res = run_flower_experiment(_cfg(rounds=2), workdir=work, on_start=kill_inside_the_secure_sum)
     assert res["flower"]["processes"]["server"] == 0
     assert res["flower"]["processes"][victim] == -9
-    assert victim in res["flower"]["dropped"]
+    reason = res["flower"]["dropped"][victim]
+    assert reason.startswith("aggregate fedavg/update secure_sum/") and " r0: " in reason
     view = res["flower"]["server_view"]
-    assert [v["contributors"] for v in view] == [2, 2]
+    # dead before its masked input reached the server: not in round 0's update sum (the
+    # survivors' shares remove its pairwise masks); dead after it: in the sum (its self-mask
+    # seed comes back from the survivors' shares at unmask)
+    in_update = 3 if reason.startswith("aggregate fedavg/update secure_sum/unmask") else 2
+    assert [v["contributors"] for v in view] == [in_update, 2]
+    assert [v["metric_contributors"] for v in view] == [2, 2]
     # round 0's metric sum is exactly the survivors' mean validation accuracy
     survivors = [json.loads(out_file(work, client_id(k), "scores.jsonl").read_text().splitlines()[0])["scores"]
                  for k in (0, 1)]

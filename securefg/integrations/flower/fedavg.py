@@ -60,6 +60,7 @@ def run_server(rt: ServerRuntime, method: FedAvg, stack: ProtocolStack, *, round
         if scores.numel() == 4:
             out["server_mean_global_test_acc"] = float(scores[3])
         out["contributors"] = len(rt.party.state["contributors"][(TAG_UPDATE, r)])
+        out["metric_contributors"] = len(rt.party.state["contributors"][(TAG_METRICS, r)])
         view.append(out)
     return view
 

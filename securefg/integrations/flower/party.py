@@ -125,7 +125,7 @@ def run_client(workdir: Path, address: str, index: int) -> None:
     fedavg.setup_client(method, party)
     method.task = _only_own_data(method.task, index)  # the other partitions leave this process's reach
     transport = load_transport(workdir, pid)
-    rt = ClientRuntime(transport, party)
+    rt = ClientRuntime(transport, party, trace=out_file(workdir, pid, "steps"))
     ex = ClientExchange(rt, stack, seed=party_seed(cfg.seed, pid, -1))
     fedavg.serve_client(rt, ex, method, log_path=out_file(workdir, pid, "scores.jsonl"))
     app = ClientApp(client_fn=lambda context: TunnelClient(rt.app, context).to_client())

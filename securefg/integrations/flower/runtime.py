@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from flwr.app import Context, Message
 from flwr.clientapp import ClientApp
@@ -89,7 +90,8 @@ class ServerRuntime:
         for rep in self.grid.send_and_receive(msgs):
             pid = node_to_pid[rep.metadata.src_node_id]
             if rep.has_error():
-                self.dropped.setdefault(pid, f"{action} r{round}: {rep.error.reason}")
+                where = " ".join(x for x in (action, tag, stage) if x)
+                self.dropped.setdefault(pid, f"{where} r{round}: {rep.error.reason}")
                 log.warning("%s dropped at %s (round %d): %s", pid, action, round, rep.error.reason)
                 continue
             got = Step.from_content(rep.content)
@@ -110,11 +112,15 @@ class ClientRuntime:
         transport (PartyTransport): This client's end of the transport.
         party (Party): Its private state.
         mods (list[Mod]): Flower client Mods around the step handler. (default: none)
+        trace (Path, optional): File that gets one line per handled step (round, action, tag,
+            stage): where this party is, for operators and tests. (default: none)
     """
 
-    def __init__(self, transport: PartyTransport, party: Party, *, mods: list[Mod] | None = None) -> None:
+    def __init__(self, transport: PartyTransport, party: Party, *, mods: list[Mod] | None = None,
+                 trace: Path | None = None) -> None:
         self.transport = transport
         self.party = party
+        self.trace = trace
         self.handlers: dict[str, Handler] = {"hello": lambda step: {"pid": party.pid}}
         self.finished = False
         self.app = ClientApp(mods=mods or [])
@@ -136,4 +142,7 @@ class ClientRuntime:
         info = self.handlers[step.action](step) or {}
         reply = Step(step.action, step.round, step.tag, step.stage,
                      tuple(self.transport.take_outbox(SERVER)), dict(info))
+        if self.trace is not None:  # where this party is (operator's log; nothing secret)
+            with self.trace.open("a", encoding="utf-8") as fh:
+                fh.write(f"{step.round} {step.action} {step.tag} {step.stage}\n")
         return Message(reply.to_content(), reply_to=msg)
