@@ -102,6 +102,26 @@ def test_secure_fedavg_returns_the_weighted_mean_and_the_server_never_sees_an_up
     assert all(not c.array_records for c in grid.server_saw)  # only metrics and sealed wires came back
 
 
+def test_the_plaintext_stack_gives_the_same_mean_and_shows_the_updates_to_the_server():
+    rng = np.random.default_rng(1)
+    vecs = {n: rng.normal(size=20).astype(np.float32) for n in (1, 2, 3)}
+    means = []
+    for stack in ("fedavg_secure_sum", "plaintext"):
+        grid = DirectGrid({n: make_app(v, n) for n, v in vecs.items()})
+        wf = SecureFedAvgWorkflow(stack=stack)
+        wf.setup(grid)
+        out, _ = wf.train_round(grid, ArrayRecord({"w": Array(np.zeros(20, dtype=np.float32))}), round=0)
+        means.append(out["w"].numpy())
+    np.testing.assert_allclose(means[0], means[1], atol=1e-6)
+    np.testing.assert_allclose(means[1], sum(n * vecs[n] for n in vecs) / 6, atol=1e-6)
+    # what each client sent under the plaintext stack: its update, in the clear, to the server
+    from securefg.integrations.flower.mods import _CLIENTS
+
+    for n in vecs:
+        (rec,) = _CLIENTS[(1, n)][0].transport.transcript.records(tag="fedavg/update")
+        assert (rec.stage, rec.form.value, rec.receiver) == ("plaintext/upload", "plaintext", "server")
+
+
 def test_a_node_that_dies_in_training_is_dropped_and_the_mean_is_over_the_survivors():
     vecs = {n: np.full(8, float(n), dtype=np.float32) for n in (1, 2, 3, 4, 5)}
     grid = DirectGrid({n: make_app(v, 1) for n, v in vecs.items()}, dead={5})

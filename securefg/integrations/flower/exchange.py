@@ -20,7 +20,6 @@ from collections.abc import Mapping
 
 import numpy as np
 import torch
-from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from securefg.errors import ConfigError, InvalidInputError, UnexpectedMessageError
 from securefg.federation.codec import TensorSpec, decode_tensor, decode_tensors, encode_tensor, encode_tensors
@@ -197,5 +196,3 @@ class ClientExchange:
             del self.calls[key]
             del self.pending[key]
 
-
-__all__ = ["ClientExchange", "aggregate", "broadcast", "X25519PrivateKey"]

@@ -77,6 +77,7 @@ def run_server(workdir: Path, address: str, clients: int, connect_timeout: float
     seed_everything(cfg.seed)
     cfg, method, stack, _ = build_method(cfg)
     fedavg.check_supported(method)
+    method.task = _only_own_data(method.task, -1)  # the server holds no client's data
     transport = load_transport(workdir, SERVER)
     party = Party(SERVER)
     fedavg.setup_server(method, party)
