@@ -122,6 +122,20 @@ def test_the_plaintext_stack_gives_the_same_mean_and_shows_the_updates_to_the_se
         assert (rec.stage, rec.form.value, rec.receiver) == ("plaintext/upload", "plaintext", "server")
 
 
+def test_a_dp_stack_clips_and_noises_the_sum_and_the_server_ledger_records_the_release():
+    from securefg.protocol.dp.accountant import STATE_KEY
+
+    vecs = {n: np.full(30, 10.0, dtype=np.float32) for n in (1, 2, 3)}  # norm >> clip = 1
+    grid = DirectGrid({n: make_app(v, 1) for n, v in vecs.items()})
+    wf = SecureFedAvgWorkflow(stack="fedavg_dp")
+    wf.setup(grid)
+    out, n = wf.train_round(grid, ArrayRecord({"w": Array(np.zeros(30, dtype=np.float32))}), round=0)
+    got = out["w"].numpy()
+    assert n == 3 and np.abs(got - 10.0).min() > 5  # clipped to norm 1, far from the raw mean 10
+    assert 0 < np.linalg.norm(got) < 3  # norm-1 mean plus noise of std 0.3 * 1 / 3 per value
+    assert STATE_KEY in wf.rt.party.state  # the central release is in the server's ledger
+
+
 def test_a_node_that_dies_in_training_is_dropped_and_the_mean_is_over_the_survivors():
     vecs = {n: np.full(8, float(n), dtype=np.float32) for n in (1, 2, 3, 4, 5)}
     grid = DirectGrid({n: make_app(v, 1) for n, v in vecs.items()}, dead={5})

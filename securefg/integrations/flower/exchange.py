@@ -16,7 +16,7 @@ sealed envelopes carried by :class:`~securefg.integrations.flower.runtime.Server
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import torch
@@ -25,7 +25,7 @@ from securefg.errors import ConfigError, InvalidInputError, UnexpectedMessageErr
 from securefg.federation.codec import TensorSpec, decode_tensor, decode_tensors, encode_tensor, encode_tensors
 from securefg.federation.envelope import Envelope
 from securefg.federation.flatten import Layout, flatten, unflatten
-from securefg.federation.party import SERVER
+from securefg.federation.party import SERVER, Party
 from securefg.integrations.flower.records import Step
 from securefg.integrations.flower.runtime import ClientRuntime, ServerRuntime
 from securefg.protocol.mechanism import ExchangeCall, ExchangeKind
@@ -51,6 +51,12 @@ def _resolve(stack: ProtocolStack, tag: str, kind: ExchangeKind) -> Resolved:
             f"(supported there: {list(SUPPORTED)}); use --backend inprocess or another stack"
         )
     return res
+
+
+def _parties(own: Party, clients: Sequence[str]) -> dict[str, Party]:
+    """``own`` plus an empty stand-in per other party of the run: transforms count the clients
+    (distributed DP divides the noise among them) but only ever touch ``own``'s state."""
+    return {**{pid: Party(pid) for pid in clients}, own.pid: own}
 
 
 def _call(transport: object, parties: Mapping[str, object], round: int, tag: str, res: Resolved,
@@ -97,7 +103,7 @@ def aggregate(rt: ServerRuntime, stack: ProtocolStack, tag: str, *, round: int, 
 
 def _finish(rt: ServerRuntime, res: Resolved, tag: str, round: int, total_all: torch.Tensor,
             contributors: tuple[str, ...], layout: Layout, mean: bool) -> dict[str, torch.Tensor]:
-    call = _call(rt.transport, {SERVER: rt.party}, round, tag, res, None)
+    call = _call(rt.transport, _parties(rt.party, sorted(rt.nodes)), round, tag, res, None)
     total, wsum = total_all[: layout.size], float(total_all[-1])
     for t in res.transforms:
         total = t.server(call, total, contributors)
@@ -141,10 +147,12 @@ class ClientExchange:
         rt (ClientRuntime): The client's runtime (registers the ``aggregate`` action).
         stack (ProtocolStack): The run's stack (every party loads the same one).
         seed (int): Seed of this party's non-cryptographic randomness (transforms).
+        clients (Sequence[str]): Every client id of the run (public; transforms count them).
+            (default: none)
     """
 
-    def __init__(self, rt: ClientRuntime, stack: ProtocolStack, *, seed: int) -> None:
-        self.rt, self.stack = rt, stack
+    def __init__(self, rt: ClientRuntime, stack: ProtocolStack, *, seed: int, clients: Sequence[str] = ()) -> None:
+        self.rt, self.stack, self.clients = rt, stack, tuple(clients)
         self.rng = torch.Generator().manual_seed(seed)
         self.pending: dict[tuple[str, int], np.ndarray] = {}
         self.calls: dict[tuple[str, int], ClientStage] = {}
@@ -165,7 +173,7 @@ class ClientExchange:
         if not w >= 0:
             raise InvalidInputError(f"{tag!r}: weight of {self.rt.party.pid} must be >= 0, got {w}")
         v = vec * w
-        call = _call(self.rt.transport, {self.rt.party.pid: self.rt.party}, round, tag, res, self.rng)
+        call = _call(self.rt.transport, _parties(self.rt.party, self.clients), round, tag, res, self.rng)
         for t in res.transforms:
             v = t.client(call, self.rt.party.pid, v)
         full = torch.cat([v, torch.tensor([w], dtype=torch.float64)])

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -195,4 +196,6 @@ def run_flower_experiment(cfg: Any, *, workdir: Path | None = None, timeout: flo
     }
     if cfg.out:
         write_result(Path(cfg.out), result)
+    if own_tmp:  # it holds every party's private channel key
+        shutil.rmtree(work, ignore_errors=True)
     return result

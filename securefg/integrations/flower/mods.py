@@ -28,7 +28,7 @@ from flwr.clientapp.typing import ClientAppCallable
 
 from securefg.errors import ProtocolError
 from securefg.federation.channel import ChannelIdentity
-from securefg.federation.party import SERVER, Party, is_client
+from securefg.federation.party import SERVER, Party, client_id, is_client
 from securefg.federation.party_transport import PartyTransport
 from securefg.integrations.flower.exchange import ClientExchange
 from securefg.integrations.flower.records import MESSAGE_TYPE, RECORD, Step
@@ -43,15 +43,16 @@ _CLIENTS: dict[tuple[int, int], tuple[ClientRuntime, ClientExchange]] = {}
 
 
 def _hello(step: Step, ctxt: Context) -> Message | None:
-    pid, session, server_pk, stack = (step.info.get(k) for k in ("pid", "session", "server_pk", "stack"))
+    pid, session, server_pk, stack, n = (step.info.get(k) for k in ("pid", "session", "server_pk", "stack", "clients"))
     if not (isinstance(pid, str) and is_client(pid) and isinstance(session, str) and isinstance(server_pk, str)
-            and isinstance(stack, str)):
-        raise ProtocolError("securefg hello lacks pid, session, server_pk or stack")
+            and isinstance(stack, str) and isinstance(n, int) and n >= 1):
+        raise ProtocolError("securefg hello lacks pid, session, server_pk, stack or clients")
     ident = ChannelIdentity(pid)
     transport = PartyTransport(ident, session=bytes.fromhex(session),
                                directory={SERVER: bytes.fromhex(server_pk), pid: ident.public_bytes})
     rt = ClientRuntime(transport, Party(pid))
-    ex = ClientExchange(rt, ProtocolStack.load(stack), seed=int.from_bytes(ident.public_bytes[:8], "little"))
+    ex = ClientExchange(rt, ProtocolStack.load(stack), seed=int.from_bytes(ident.public_bytes[:8], "little"),
+                        clients=[client_id(k) for k in range(n)])
     _CLIENTS[(ctxt.run_id, ctxt.node_id)] = (rt, ex)
     return None
 

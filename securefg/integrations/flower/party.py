@@ -127,7 +127,8 @@ def run_client(workdir: Path, address: str, index: int) -> None:
     method.task = _only_own_data(method.task, index)  # the other partitions leave this process's reach
     transport = load_transport(workdir, pid)
     rt = ClientRuntime(transport, party, trace=out_file(workdir, pid, "steps"))
-    ex = ClientExchange(rt, stack, seed=party_seed(cfg.seed, pid, -1))
+    ex = ClientExchange(rt, stack, seed=party_seed(cfg.seed, pid, -1),
+                        clients=[client_id(k) for k in range(method.num_clients)])
     fedavg.serve_client(rt, ex, method, log_path=out_file(workdir, pid, "scores.jsonl"))
     app = ClientApp(client_fn=lambda context: TunnelClient(rt.app, context).to_client())
     ready = workdir / "parties" / "server.ready"

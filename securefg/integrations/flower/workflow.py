@@ -62,7 +62,7 @@ class SecureFedAvgWorkflow:
         session = os.urandom(16)
         pids = {client_id(k): n for k, n in enumerate(nodes)}
         msgs = [Message(Step(HELLO, info={"pid": pid, "session": session.hex(), "server_pk": ident.public_bytes.hex(),
-                                          "stack": self.stack_name}).to_content(),
+                                          "stack": self.stack_name, "clients": len(pids)}).to_content(),
                         dst_node_id=n, message_type=MESSAGE_TYPE) for pid, n in pids.items()]
         directory = {SERVER: ident.public_bytes}
         node_to_pid = {n: p for p, n in pids.items()}
