@@ -10,6 +10,8 @@ vanish before sending their masked input in both.
 * Ours: ``SecureSum.run_aggregate`` over the in-process transport (``bench/secure_sum.py``'s
   ``end_to_end``): server seconds = time in the aggregator's stage handlers, client seconds = mean
   time in a live client's stage handlers, bytes per client from the transcript (sealed payloads).
+* Times are this thread's CPU seconds by default (``--clock cpu``: everything runs in the main
+  thread; robust when other jobs share the cores), or wall seconds (``--clock wall``).
 * Flower: the real ``SecAggPlusWorkflow`` against ClientApps wrapped by ``secaggplus_mod``,
   through a ``Grid`` that calls each ClientApp directly (no network for either side): client
   seconds = mean time inside a live client's ClientApp, server seconds = the workflow's wall time
@@ -28,7 +30,7 @@ import sys
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import numpy as np
@@ -39,7 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from secure_sum import end_to_end  # noqa: E402  (bench/secure_sum.py)
 
 
-def flower_secaggplus(n: int, m: int, *, drop: int, num_shares: int, threshold: int) -> dict[str, float]:
+def flower_secaggplus(n: int, m: int, *, drop: int, num_shares: int, threshold: int,
+                      clock: Callable[[], float] = time.perf_counter) -> dict[str, float]:
     """Flower's SecAgg+ on n clients holding m-vectors; ``drop`` clients vanish before masking."""
     from flwr.app import ConfigRecord, Context, Message, RecordDict
     from flwr.clientapp import ClientApp
@@ -117,19 +120,19 @@ def flower_secaggplus(n: int, m: int, *, drop: int, num_shares: int, threshold: 
                 stage = msg.content.config_records.get("secaggplus_configs", {}).get("stage")
                 if nid in dropped and stage in ("collect_masked_vectors", "unmask"):
                     continue
-                t0 = time.perf_counter()  # serialize both ways, as a real transport would
+                t0 = clock()  # serialize both ways, as a real transport would
                 proto = recorddict_to_proto(msg.content)
                 bytes_of[nid] += proto.ByteSize()
                 delivered = Message(recorddict_from_proto(proto), dst_node_id=nid,
                                     message_type=msg.metadata.message_type)
                 delivered.metadata.__dict__["_message_id"] = msg.metadata.message_id
-                t1 = time.perf_counter()
+                t1 = clock()
                 reply = apps[nid](delivered, contexts[nid])
-                t2 = time.perf_counter()
+                t2 = clock()
                 rproto = recorddict_to_proto(reply.content)
                 bytes_of[nid] += rproto.ByteSize()
                 reply = Message(recorddict_from_proto(rproto), reply_to=msg)
-                t3 = time.perf_counter()
+                t3 = clock()
                 client_s[nid] += t2 - t1
                 overhead[0] += (t1 - t0) + (t3 - t2)
                 out.append(reply)
@@ -147,9 +150,9 @@ def flower_secaggplus(n: int, m: int, *, drop: int, num_shares: int, threshold: 
     ctx.state.array_records[MAIN_PARAMS_RECORD] = parameters_to_arrayrecord(
         ndarrays_to_parameters([np.zeros(m, dtype=np.float32)]), True)
     workflow = SecAggPlusWorkflow(num_shares=num_shares, reconstruction_threshold=threshold)
-    t = time.perf_counter()
+    t = clock()
     workflow(grid, ctx)
-    wall = time.perf_counter() - t
+    wall = clock() - t
     live = [nid for nid in vectors if nid not in dropped]
     from flwr.common import parameters_to_ndarrays
 
@@ -171,14 +174,18 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=50)
     parser.add_argument("--m", type=int, default=10**6)
     parser.add_argument("--drop", type=float, default=0.1, help="dropout rate (default 0.1)")
+    parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
+                        help="cpu: this thread's CPU seconds (robust on a shared machine; default); wall: perf_counter")
     args = parser.parse_args()
     logging.getLogger("flwr").setLevel(logging.WARNING)
     n, m = args.n, args.m
     drop = int(args.drop * n)
-    ours = end_to_end(n, m, drop_fraction=args.drop)
+    clock = time.thread_time if args.clock == "cpu" else time.perf_counter
+    ours = end_to_end(n, m, drop_fraction=args.drop, clock=clock)
     k, t = int(ours["degree"]), int(ours["threshold"])
-    theirs = flower_secaggplus(n, m, drop=drop, num_shares=k + 1, threshold=t)
-    print(f"# n={n} clients, m={m} values, {drop} dropped before masking, k={k} neighbours, t={t}")
+    theirs = flower_secaggplus(n, m, drop=drop, num_shares=k + 1, threshold=t, clock=clock)
+    print(f"# n={n} clients, m={m} values, {drop} dropped before masking, k={k} neighbours, t={t}, "
+          f"{args.clock} seconds")
     print(f"{'':>8} {'server s':>9} {'client s':>9} {'MB/client':>10} {'max err':>9}")
     for name, r in (("securefg", ours), ("flower", theirs)):
         print(f"{name:>8} {r['server_s']:>9.3f} {r['client_s']:>9.3f} {r['bytes_per_client'] / 1e6:>10.3f} {r['max_err']:>9.2e}")

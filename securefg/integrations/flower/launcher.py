@@ -94,7 +94,9 @@ class FlowerProcesses:
         cmd = [sys.executable, "-m", "securefg.integrations.flower.party", "--workdir", str(self.workdir),
                "--address", self.address, *args]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in [os.environ.get("PYTHONPATH", ""), *sys.path] if p),
-               "GRPC_ENABLE_FORK_SUPPORT": "0"}
+               "GRPC_ENABLE_FORK_SUPPORT": "0",
+               # one party, one thread: N+1 processes each with a thread pool oversubscribe the cores
+               "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
         self.procs[pid] = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
                                            preexec_fn=(lambda: os.nice(self.nice)) if self.nice else None)
 
