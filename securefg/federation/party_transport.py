@@ -86,14 +86,16 @@ class PartyTransport:
 
     # ---------------------------------------------------------------------- receiving
     def deliver(self, wires: Iterable[bytes]) -> None:
-        """Queue wires the engine brought; each must name this party as its receiver."""
-        for wire in wires:
+        """Queue wires the engine brought; each must name this party as its receiver (all or
+        none are queued)."""
+        batch = list(wires)
+        for wire in batch:
             if not isinstance(wire, bytes):
                 raise ProtocolError(f"{self.pid!r} got a {type(wire).__name__} where wire bytes belong")
             header, _ = WireHeader.decode(wire)
             if header.receiver != self.pid:
                 raise ProtocolError(f"{self.pid!r} got a wire addressed to {header.receiver!r}")
-            self._inbox.append(wire)
+        self._inbox.extend(batch)
 
     def receive(
         self, pid: str, *, tag: str | None = None, round: int | None = None, stage: str | None = None

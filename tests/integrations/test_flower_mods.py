@@ -26,8 +26,8 @@ TaskIdentity.task_id, TaskIdentity.run_id, TaskIdentity.node_id = 1, 1, 0
 class DirectGrid(Grid):
     """Delivers each message to its node's ClientApp in this process, serialized both ways."""
 
-    def __init__(self, apps, dead=()):
-        self.apps, self.dead = apps, set(dead)
+    def __init__(self, apps, dead=(), garble=()):
+        self.apps, self.dead, self.garble = apps, set(dead), set(garble)
         self.ctx = {n: Context(run_id=1, node_id=n, node_config={}, state=RecordDict(), run_config={}) for n in apps}
         self.server_saw: list[RecordDict] = []
 
@@ -68,6 +68,10 @@ class DirectGrid(Grid):
             got.metadata.__dict__["_message_id"] = msg.metadata.message_id
             rep = self.apps[n](got, self.ctx[n])
             content = recorddict_from_proto(recorddict_to_proto(rep.content))
+            if n in self.garble and "masked_input" in str(msg.content.config_records.get("securefg", {}).get("stage")):
+                from flwr.app import ConfigRecord
+
+                content = RecordDict({"securefg": ConfigRecord({"action": "aggregate", "round": "zero"})})
             self.server_saw.append(content)
             out.append(Message(content, reply_to=msg))
         return out
@@ -144,6 +148,17 @@ def test_a_node_that_dies_in_training_is_dropped_and_the_mean_is_over_the_surviv
     out, n = wf.train_round(grid, ArrayRecord({"w": Array(np.zeros(8, dtype=np.float32))}), round=0)
     assert n == 4 and "client/4" in wf.rt.dropped
     np.testing.assert_allclose(out["w"].numpy(), np.full(8, 2.5), atol=1e-5)
+
+
+def test_a_node_sending_a_malformed_reply_is_dropped_and_the_others_are_summed():
+    vecs = {n: np.full(4, float(n), dtype=np.float32) for n in (1, 2, 3, 4)}
+    grid = DirectGrid({n: make_app(v, 1) for n, v in vecs.items()}, garble={2})
+    wf = SecureFedAvgWorkflow()
+    wf.setup(grid)
+    out, n = wf.train_round(grid, ArrayRecord({"w": Array(np.zeros(4, dtype=np.float32))}), round=0)
+    assert "malformed reply" in wf.rt.dropped["client/1"] and "secure_sum/masked_input" in wf.rt.dropped["client/1"]
+    assert n == 3
+    np.testing.assert_allclose(out["w"].numpy(), np.full(4, (1 + 3 + 4) / 3), atol=1e-5)
 
 
 def test_train_before_setup_is_refused_with_a_clear_error():

@@ -24,7 +24,7 @@ from flwr.clientapp import ClientApp
 from flwr.clientapp.typing import Mod
 from flwr.serverapp.grid import Grid
 
-from securefg.errors import ProtocolError
+from securefg.errors import CodecError, ProtocolError
 from securefg.federation.party import SERVER, Party
 from securefg.federation.party_transport import PartyTransport
 from securefg.integrations.flower.records import MESSAGE_TYPE, Step
@@ -94,9 +94,13 @@ class ServerRuntime:
                 self.dropped.setdefault(pid, f"{where} r{round}: {rep.error.reason}")
                 log.warning("%s dropped at %s (round %d): %s", pid, action, round, rep.error.reason)
                 continue
-            got = Step.from_content(rep.content)
+            try:
+                got = Step.from_content(rep.content)
+                self.transport.deliver(got.wires)
+            except (CodecError, ProtocolError) as exc:  # a malformed reply: drop its sender, go on
+                self.dropped.setdefault(pid, f"{action} {tag} {stage} r{round}: malformed reply: {exc}")
+                continue
             self.framing_bytes += got.framing_bytes()
-            self.transport.deliver(got.wires)
             out[pid] = got
         self.transport.clock = 2 * (seq + 1)  # the server's next sends come after these replies
         return out
