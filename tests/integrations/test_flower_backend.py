@@ -40,8 +40,10 @@ def test_fedavg_secure_sum_over_flower_matches_the_in_process_backend(tmp_path):
 
 
 def test_client_process_killed_mid_round_is_a_dropout_and_the_round_sums_the_survivors(tmp_path):
+    # four clients: with three, a death after the masked input leaves each survivor's self-mask
+    # seed with a single share holder, below t = 2, and SecAgg+ rightly aborts the round
     work = tmp_path / "work"
-    victim = client_id(2)
+    victim = client_id(3)
 
     def kill_inside_the_secure_sum(procs):
         steps = out_file(work, victim, "steps")
@@ -52,7 +54,7 @@ def test_client_process_killed_mid_round_is_a_dropout_and_the_round_sums_the_sur
             time.sleep(0.005)
         procs.kill(victim)  # SIGKILL inside round 0's update secure sum
 
-    res = run_flower_experiment(_cfg(rounds=2), workdir=work, on_start=kill_inside_the_secure_sum)
+    res = run_flower_experiment(_cfg(rounds=2, clients=4), workdir=work, on_start=kill_inside_the_secure_sum)
     assert res["flower"]["processes"]["server"] == 0
     assert res["flower"]["processes"][victim] == -9
     reason = res["flower"]["dropped"][victim]
@@ -61,11 +63,11 @@ def test_client_process_killed_mid_round_is_a_dropout_and_the_round_sums_the_sur
     # dead before its masked input reached the server: not in round 0's update sum (the
     # survivors' shares remove its pairwise masks); dead after it: in the sum (its self-mask
     # seed comes back from the survivors' shares at unmask)
-    in_update = 3 if reason.startswith("aggregate fedavg/update secure_sum/unmask") else 2
-    assert [v["contributors"] for v in view] == [in_update, 2]
-    assert [v["metric_contributors"] for v in view] == [2, 2]
+    in_update = 4 if reason.startswith("aggregate fedavg/update secure_sum/unmask") else 3
+    assert [v["contributors"] for v in view] == [in_update, 3]
+    assert [v["metric_contributors"] for v in view] == [3, 3]
     # round 0's metric sum is exactly the survivors' mean validation accuracy
     survivors = [json.loads(out_file(work, client_id(k), "scores.jsonl").read_text().splitlines()[0])["scores"]
-                 for k in (0, 1)]
-    assert view[0]["server_mean_val"] == pytest.approx(sum(s["val_acc"] for s in survivors) / 2, abs=1e-6)
+                 for k in (0, 1, 2)]
+    assert view[0]["server_mean_val"] == pytest.approx(sum(s["val_acc"] for s in survivors) / 3, abs=1e-6)
     assert res["metrics"]["final_round"] == 1  # and the run went on to the end without it
