@@ -2,7 +2,8 @@
 
 ``python bench/flower_secagg.py [--n 50] [--m 1000000] [--drop 0.1]``
 
-Both protocols run in this one process on the same n, vector length m and dropout rate, with
+Both protocols run in this one process on the same n, vector length m and dropout rate, in the
+same fixed-point regime (values clipped to [-8, 8], a 2^32 ring: Flower's defaults), with
 the same neighbour count and threshold (ours from the Harary helper; Flower's ``num_shares`` =
 k + 1 because it counts the client itself, ``reconstruction_threshold`` = t). Dropped clients
 vanish before sending their masked input in both.
@@ -174,6 +175,8 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=50)
     parser.add_argument("--m", type=int, default=10**6)
     parser.add_argument("--drop", type=float, default=0.1, help="dropout rate (default 0.1)")
+    parser.add_argument("--bits", type=int, choices=(32, 64), default=32,
+                        help="our ring Z_2^bits; 32 (default) is Flower's modulus_range 2^32")
     parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
                         help="cpu: this thread's CPU seconds (robust on a shared machine; default); wall: perf_counter")
     args = parser.parse_args()
@@ -181,11 +184,16 @@ def main() -> None:
     n, m = args.n, args.m
     drop = int(args.drop * n)
     clock = time.thread_time if args.clock == "cpu" else time.perf_counter
-    ours = end_to_end(n, m, drop_fraction=args.drop, clock=clock)
+    # the same fixed-point regime as Flower's defaults: values clipped to [-8, 8] (clipping_range)
+    # in a 2^32 ring (modulus_range); ours then has 2^-22..2^-23 resolution, theirs 16/2^22
+    params = {"bits": args.bits, "clip": 8.0, "on_clip": "saturate"}
+    warm = end_to_end(6, 1000, drop_fraction=0.2, clock=clock, params=params)  # warm-up: imports, first calls
+    flower_secaggplus(6, 1000, drop=1, num_shares=int(warm["degree"]) + 1, threshold=int(warm["threshold"]), clock=clock)
+    ours = end_to_end(n, m, drop_fraction=args.drop, clock=clock, params=params)
     k, t = int(ours["degree"]), int(ours["threshold"])
     theirs = flower_secaggplus(n, m, drop=drop, num_shares=k + 1, threshold=t, clock=clock)
     print(f"# n={n} clients, m={m} values, {drop} dropped before masking, k={k} neighbours, t={t}, "
-          f"{args.clock} seconds")
+          f"ours in Z_2^{args.bits} with clip 8, {args.clock} seconds (after a warm-up of both)")
     print(f"{'':>8} {'server s':>9} {'client s':>9} {'MB/client':>10} {'max err':>9}")
     for name, r in (("securefg", ours), ("flower", theirs)):
         print(f"{name:>8} {r['server_s']:>9.3f} {r['client_s']:>9.3f} {r['bytes_per_client'] / 1e6:>10.3f} {r['max_err']:>9.2e}")

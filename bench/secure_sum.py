@@ -100,13 +100,13 @@ class StageTimer:
 
 
 def end_to_end(n: int, m: int, *, drop_fraction: float = 0.0,
-               clock: Callable[[], float] = time.perf_counter) -> dict[str, float]:
+               clock: Callable[[], float] = time.perf_counter, params: dict[str, object] | None = None) -> dict[str, float]:
     clients = [client_id(i) for i in range(n)]
     rng = np.random.default_rng(n * 7919 + m)
     inputs = {c: torch.from_numpy(rng.normal(size=m)) for c in clients}
     dropped = frozenset(clients[: int(drop_fraction * n)])
     row: dict[str, float] = {}
-    for mech in (Plaintext(), SecureSum()):
+    for mech in (Plaintext(), SecureSum(**(params or {}))):
         transport = InProcessTransport(["server", *clients])
         parties = {p: Party(p) for p in transport.parties}
         dropouts = {"secure_sum/masked_input": dropped} if isinstance(mech, SecureSum) else {}
