@@ -66,7 +66,8 @@ def mask_rates(m: int, repeats: int) -> dict[str, float]:
 class StageTimer:
     """Accumulates time spent in client and aggregator stage handlers (bench-only wrapper)."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.clock = clock
         self.client: dict[str, float] = defaultdict(float)
         self.server = 0.0
         self._client_handle = ClientStage.handle
@@ -76,18 +77,18 @@ class StageTimer:
         timer = self
 
         def client_handle(stage: ClientStage, msg):  # type: ignore[no-untyped-def]
-            t = time.perf_counter()
+            t = timer.clock()
             try:
                 return timer._client_handle(stage, msg)
             finally:
-                timer.client[stage.ctx.pid] += time.perf_counter() - t
+                timer.client[stage.ctx.pid] += timer.clock() - t
 
         def server_handle(stage: ServerStage, deliveries):  # type: ignore[no-untyped-def]
-            t = time.perf_counter()
+            t = timer.clock()
             try:
                 return timer._server_handle(stage, deliveries)
             finally:
-                timer.server += time.perf_counter() - t
+                timer.server += timer.clock() - t
 
         ClientStage.handle = client_handle  # type: ignore[method-assign]
         ServerStage.handle = server_handle  # type: ignore[method-assign]
@@ -98,18 +99,19 @@ class StageTimer:
         ServerStage.handle = self._server_handle  # type: ignore[method-assign]
 
 
-def end_to_end(n: int, m: int, *, drop_fraction: float = 0.0) -> dict[str, float]:
+def end_to_end(n: int, m: int, *, drop_fraction: float = 0.0,
+               clock: Callable[[], float] = time.perf_counter, params: dict[str, object] | None = None) -> dict[str, float]:
     clients = [client_id(i) for i in range(n)]
     rng = np.random.default_rng(n * 7919 + m)
     inputs = {c: torch.from_numpy(rng.normal(size=m)) for c in clients}
     dropped = frozenset(clients[: int(drop_fraction * n)])
     row: dict[str, float] = {}
-    for mech in (Plaintext(), SecureSum()):
+    for mech in (Plaintext(), SecureSum(**(params or {}))):
         transport = InProcessTransport(["server", *clients])
         parties = {p: Party(p) for p in transport.parties}
         dropouts = {"secure_sum/masked_input": dropped} if isinstance(mech, SecureSum) else {}
         call = ExchangeCall(transport=transport, parties=parties, round=0, tag="bench", params=mech.params, dropouts=dropouts)
-        with StageTimer() as timer:
+        with StageTimer(clock) as timer:
             t = time.perf_counter()
             out = mech.run_aggregate(call, inputs)
             wall = time.perf_counter() - t

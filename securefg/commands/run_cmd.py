@@ -91,13 +91,26 @@ def register(sub: Any) -> None:
     p.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--backend", choices=("inprocess", "flower"), default="inprocess",
+                   help="inprocess (default): every party in this process; flower: one OS process per "
+                        "party over Flower's gRPC transport (pip install \"securefg[flower]\")")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from securefg.experiment import run_experiment
 
-    result = run_experiment(config_from_args(args))
+    cfg = config_from_args(args)
+    if getattr(args, "backend", "inprocess") == "flower":
+        from securefg.errors import ConfigError
+
+        if args.resume or args.checkpoint_every:
+            raise ConfigError("--resume/--checkpoint-every are not supported with --backend flower")
+        from securefg.integrations.flower.launcher import run_flower_experiment
+
+        result = run_flower_experiment(cfg)
+    else:
+        result = run_experiment(cfg)
     clean = {k: v for k, v in result.items() if not k.startswith("_")}
     if args.format == "json":
         json.dump(clean, sys.stdout, indent=2, default=str)

@@ -14,10 +14,11 @@ from torch_geometric.data import Data
 
 from securefg.errors import ConfigError
 from securefg.federation.federation import Federation
+from securefg.federation.party import client_id
 from securefg.methods.base import Method, register_method
 from securefg.methods.fedavg import summarize_task
 from securefg.methods.tasks import NodeTask
-from securefg.methods.training import evaluate_node, train_graph_epochs, train_node_epochs
+from securefg.methods.training import evaluate_node, party_rng, train_graph_epochs, train_node_epochs
 
 
 @register_method
@@ -45,7 +46,10 @@ class Centralized(Method):
     def run_round(self, fed: Federation, r: int) -> dict[str, float]:
         s, t = fed.server.state, self.config.train
         if isinstance(self.task, NodeTask):
-            train_node_epochs(s["model"], s["optimizer"], s["data"], t.local_epochs)
+            # The one data holder draws client 0's per-round stream (party_rng), so one-client
+            # full-batch FedAvg stays exactly centralized training.
+            with party_rng(self.config.seed, client_id(0), r):
+                train_node_epochs(s["model"], s["optimizer"], s["data"], t.local_epochs)
         else:
             train_graph_epochs(s["model"], s["optimizer"], s["data"]["train"], epochs=t.local_epochs,
                                batch_size=t.batch_size, device=self.config.device, generator=self.generator,

@@ -31,6 +31,7 @@ from securefg.methods.tasks import NodeTask
 from securefg.methods.training import (
     evaluate_node,
     load_state,
+    party_rng,
     proximal_term,
     state_of,
     train_graph_epochs,
@@ -146,7 +147,8 @@ class FedAvg(Method):
         received = ex.broadcast(TAG_MODEL, self.configure_train(fed.server))
         updates, weights = {}, {}
         for cid, global_state in received.items():
-            updates[cid], weights[cid] = self.handle_train(fed.parties[cid], global_state)
+            with party_rng(self.config.seed, cid, r):
+                updates[cid], weights[cid] = self.handle_train(fed.parties[cid], global_state)
         groups = self.owner_groups
         if groups is None:
             mean_update = ex.aggregate(TAG_UPDATE, updates, weights=weights)

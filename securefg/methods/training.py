@@ -6,7 +6,9 @@ party boundary.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import contextlib
+import hashlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +22,25 @@ from securefg.methods.label_groups import LabelGroups
 from securefg.metrics import accuracy, roc_auc
 
 ProxFn = Callable[[nn.Module], torch.Tensor]
+
+
+def party_seed(seed: int, pid: str, r: int) -> int:
+    """A 63-bit seed for party ``pid``'s local randomness in round ``r`` of run ``seed``.
+
+    A function of (run seed, party, round) only, so a party draws the same dropout masks
+    whether it shares one process with the others (in-process backend) or runs alone (Flower
+    backend): a shared global stream would depend on how many parties drew before it.
+    """
+    digest = hashlib.sha256(f"securefg/party-rng/{seed}/{pid}/{r}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") >> 1
+
+
+@contextlib.contextmanager
+def party_rng(seed: int, pid: str, r: int) -> Iterator[None]:
+    """Run the block with torch's CPU RNG seeded by :func:`party_seed`; restore it afterwards."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(party_seed(seed, pid, r))
+        yield
 
 
 @dataclass(frozen=True)

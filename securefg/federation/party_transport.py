@@ -1,0 +1,139 @@
+"""One party's end of a networked transport: sealed envelopes in, sealed envelopes out.
+
+:class:`~securefg.federation.transport.InProcessTransport` holds every party's channel
+endpoint in one process. Over a real engine (Flower) each process holds only its own:
+``send`` seals each copy with this party's endpoint, records it in this party's transcript
+(the sender side, as the in-process transport does) and files the wire bytes in an outbox per
+receiver; the engine carries the outboxes and hands what arrives to :meth:`deliver`;
+``receive`` opens (authenticates, replay-checks) exactly as the in-process transport does.
+Mechanisms written against the in-process transport (``Route``, the secure-sum stages) run on
+it unchanged, as long as code acts only as :attr:`pid`.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Mapping
+
+from securefg.errors import AuthenticationError, ProtocolError
+from securefg.federation.channel import ChannelEndpoint, ChannelIdentity, WireHeader
+from securefg.federation.envelope import Envelope
+from securefg.federation.transcript import Transcript
+
+
+class PartyTransport:
+    """The transport as seen by the one party ``identity.pid`` in its own process.
+
+    Args:
+        identity (ChannelIdentity): This party's channel key pair (provisioned to it alone).
+        session (bytes): The run's session id, bound into every envelope.
+        directory (Mapping[str, bytes]): Public channel keys of the parties it talks to.
+        transcript (Transcript, optional): Where this party's sends are recorded.
+            (default: a new one)
+    """
+
+    def __init__(
+        self,
+        identity: ChannelIdentity,
+        *,
+        session: bytes,
+        directory: Mapping[str, bytes],
+        transcript: Transcript | None = None,
+    ) -> None:
+        if identity.pid not in directory or directory[identity.pid] != identity.public_bytes:
+            raise AuthenticationError(f"the directory does not hold {identity.pid!r}'s own public key")
+        self.pid = identity.pid
+        self.public_key = identity.public_bytes
+        self.session = session
+        self.transcript = transcript if transcript is not None else Transcript()
+        self._endpoint = ChannelEndpoint(identity, session, dict(directory))
+        self._known = frozenset(directory)
+        self._inbox: deque[bytes] = deque()
+        self._outbox: dict[str, list[bytes]] = {}
+        self.offline: set[str] = set()
+        self.clock = 0
+        """Logical time of this party's sends (the engine's step count); :attr:`clocks` holds
+        it per transcript record so the parties' transcripts merge in causal order."""
+        self.clocks: list[int] = []
+
+    @property
+    def parties(self) -> tuple[str, ...]:
+        return tuple(sorted(self._known))
+
+    # ------------------------------------------------------------------------ sending
+    def send(self, env: Envelope) -> None:
+        """Seal ``env`` for each receiver, record it, and file the wires for the engine."""
+        if env.sender != self.pid:
+            raise ProtocolError(f"{self.pid!r} cannot send an envelope as {env.sender!r}")
+        for receiver in env.receivers:
+            if receiver not in self._known:
+                raise ProtocolError(f"unknown receiver {receiver!r}")
+            wire = self._endpoint.seal(env, receiver)
+            self.transcript.append(
+                round=env.round, tag=env.tag, stage=env.stage, sender=env.sender, receiver=receiver,
+                form=env.form, payload=env.payload, wire_bytes=len(wire), is_error=env.error is not None,
+            )
+            self.clocks.append(self.clock)
+            self._outbox.setdefault(receiver, []).append(wire)
+
+    def take_outbox(self, receiver: str) -> list[bytes]:
+        """Remove and return the wires waiting for ``receiver`` (what the engine carries next)."""
+        return self._outbox.pop(receiver, [])
+
+    def outbox_receivers(self) -> list[str]:
+        """Parties with wires waiting."""
+        return sorted(r for r, w in self._outbox.items() if w)
+
+    # ---------------------------------------------------------------------- receiving
+    def deliver(self, wires: Iterable[bytes]) -> None:
+        """Queue wires the engine brought; each must name this party as its receiver (all or
+        none are queued)."""
+        batch = list(wires)
+        for wire in batch:
+            if not isinstance(wire, bytes):
+                raise ProtocolError(f"{self.pid!r} got a {type(wire).__name__} where wire bytes belong")
+            header, _ = WireHeader.decode(wire)
+            if header.receiver != self.pid:
+                raise ProtocolError(f"{self.pid!r} got a wire addressed to {header.receiver!r}")
+        self._inbox.extend(batch)
+
+    def receive(
+        self, pid: str, *, tag: str | None = None, round: int | None = None, stage: str | None = None
+    ) -> list[Envelope]:
+        """Open and return every queued envelope matching the filters (others stay queued)."""
+        if pid != self.pid:
+            raise ProtocolError(f"{self.pid!r} cannot read {pid!r}'s envelopes")
+        kept: deque[bytes] = deque()
+        out: list[Envelope] = []
+        while self._inbox:
+            wire = self._inbox.popleft()
+            header, _ = WireHeader.decode(wire)
+            if (
+                (tag is not None and header.tag != tag)
+                or (round is not None and header.round != round)
+                or (stage is not None and header.stage != stage)
+            ):
+                kept.append(wire)
+                continue
+            try:
+                out.append(self._endpoint.open(wire))
+            except AuthenticationError:
+                self._inbox.extendleft(reversed(kept))
+                raise
+        self._inbox.extendleft(reversed(kept))
+        return out
+
+    def receive_from(
+        self, pid: str, senders: Iterable[str], *, tag: str, round: int, stage: str | None = None
+    ) -> dict[str, Envelope]:
+        """At most one envelope from each of ``senders`` (a missing sender is a dropout)."""
+        want = set(senders)
+        got: dict[str, Envelope] = {}
+        for env in self.receive(pid, tag=tag, round=round, stage=stage):
+            if env.sender not in want or env.sender in got:
+                raise ProtocolError(f"unexpected envelope from {env.sender!r} for {tag!r}")
+            got[env.sender] = env
+        return got
+
+    def pending(self, pid: str) -> int:
+        return len(self._inbox) if pid == self.pid else 0

@@ -1,0 +1,1 @@
+"""Bridges to federated-learning engines (Flower)."""

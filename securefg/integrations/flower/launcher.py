@@ -1,0 +1,203 @@
+"""``securefg run ... --backend flower``: one OS process per party, then one ``result.json``.
+
+The launcher is the experimenter, not a party: it provisions the channel keys (each party gets
+only its own private key), starts the server process and N client processes on loopback,
+waits, and assembles ``result.json`` from what each party wrote about itself: the transcripts
+of what each sent (merged, they are the in-process transcript), the clients' per-round scores
+(the same per-client measurement the in-process runner reads from party state) and the
+server's view. Byte counts come from the same sealed envelopes as in process; Flower's own
+framing (routing fields, gRPC/protobuf overhead) is reported apart as ``flower``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any
+
+from securefg.errors import ProtocolError
+from securefg.federation.channel import ChannelIdentity
+from securefg.federation.party import SERVER, client_id
+from securefg.federation.transcript import load_jsonl
+from securefg.integrations.flower import require_flwr
+from securefg.integrations.flower.party import key_file, out_file
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def provision(workdir: Path, cfg: Any, clients: int) -> None:
+    """Write the run configuration, session id, public directory and one key file per party."""
+    (workdir / "keys").mkdir(parents=True, exist_ok=True)
+    (workdir / "parties").mkdir(parents=True, exist_ok=True)
+    (workdir / "config.json").write_text(json.dumps(asdict(cfg), default=str))
+    (workdir / "session").write_bytes(os.urandom(16))
+    directory = {}
+    for pid in [SERVER, *(client_id(k) for k in range(clients))]:
+        ident = ChannelIdentity(pid)
+        directory[pid] = ident.public_bytes.hex()
+        path = key_file(workdir, pid)
+        path.write_bytes(ident._private.private_bytes_raw())  # noqa: SLF001 - provisioning is the one export
+        path.chmod(0o600)
+    (workdir / "directory.json").write_text(json.dumps(directory))
+
+
+def merge_transcripts(workdir: Path, pids: list[str], out: Path) -> None:
+    """Merge the parties' transcripts in causal order (logical clock, then party, then index).
+
+    A party killed mid-run left no transcript: what it sent before dying is missing from the
+    merge (its bytes are in the server's received count only as far as the server's own
+    transcript records them, i.e. not at all); tests of dropouts read contributors instead.
+    """
+    rows = []
+    for order, pid in enumerate(pids):
+        path, clocks_path = out_file(workdir, pid, "transcript.jsonl"), out_file(workdir, pid, "clocks.json")
+        if not path.exists():
+            continue
+        lines = path.read_text().splitlines()
+        clocks = json.loads(clocks_path.read_text())
+        if len(clocks) != len(lines):
+            raise ProtocolError(f"{pid}'s transcript and clocks disagree ({len(lines)} vs {len(clocks)})")
+        rows += [(clock, order, i, line) for i, (clock, line) in enumerate(zip(clocks, lines))]
+    rows.sort(key=lambda row: row[:3])
+    out.write_text("".join(line + "\n" for *_, line in rows))
+
+
+class FlowerProcesses:
+    """The party processes of one run (started by :meth:`start`, reaped by :meth:`wait`).
+
+    Args:
+        workdir (Path): The provisioned work folder.
+        clients (int): Number of client processes.
+        nice (int): ``nice`` increment of the parties. (default: ``0``)
+    """
+
+    def __init__(self, workdir: Path, clients: int, *, nice: int = 0) -> None:
+        self.workdir, self.clients, self.nice = workdir, clients, nice
+        self.address = f"127.0.0.1:{free_port()}"
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+
+    def _spawn(self, pid: str, args: list[str]) -> None:
+        log = (self.workdir / "logs" / (pid.replace("/", "_") + ".log")).open("wb")
+        cmd = [sys.executable, "-m", "securefg.integrations.flower.party", "--workdir", str(self.workdir),
+               "--address", self.address, *args]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in [os.environ.get("PYTHONPATH", ""), *sys.path] if p),
+               "GRPC_ENABLE_FORK_SUPPORT": "0",
+               # one party, one thread: N+1 processes each with a thread pool oversubscribe the cores
+               "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+        self.procs[pid] = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                           preexec_fn=(lambda: os.nice(self.nice)) if self.nice else None)
+
+    def start(self) -> None:
+        (self.workdir / "logs").mkdir(parents=True, exist_ok=True)
+        self._spawn(SERVER, ["--role", "server", "--clients", str(self.clients)])
+        for k in range(self.clients):
+            self._spawn(client_id(k), ["--role", "client", "--index", str(k)])
+
+    def kill(self, pid: str) -> None:
+        """SIGKILL one party's process (how tests make a client drop out mid-round)."""
+        self.procs[pid].send_signal(signal.SIGKILL)
+
+    def wait(self, timeout: float) -> dict[str, int]:
+        """Wait for the server, then the clients; kill whatever is left. Returns exit codes."""
+        deadline = time.monotonic() + timeout
+        try:
+            self.procs[SERVER].wait(timeout=max(0.01, deadline - time.monotonic()))
+            for pid, p in self.procs.items():
+                if pid != SERVER:
+                    p.wait(timeout=max(0.01, min(30.0, deadline - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            pass
+        finally:
+            for p in self.procs.values():
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+        return {pid: int(p.returncode) for pid, p in self.procs.items()}
+
+    def log_tail(self, pid: str, chars: int = 3000) -> str:
+        path = self.workdir / "logs" / (pid.replace("/", "_") + ".log")
+        return path.read_text(errors="replace")[-chars:] if path.exists() else ""
+
+
+def run_flower_experiment(cfg: Any, *, workdir: Path | None = None, timeout: float = 3600.0,
+                          nice: int = 0, on_start: Any = None) -> dict[str, Any]:
+    """Run ``cfg`` with every party in its own process over Flower; same result contract.
+
+    Args:
+        on_start (Callable[[FlowerProcesses], None], optional): Called once the parties run
+            (tests use it to kill a client mid-round).
+    """
+    require_flwr()
+    from securefg.experiment import build_method, build_result, seed_everything, write_result
+    from securefg.federation.federation import Federation
+    from securefg.integrations.flower import fedavg
+
+    t_start = time.perf_counter()
+    seed_everything(cfg.seed)
+    cfg, method, stack, data_info = build_method(cfg)
+    fedavg.check_supported(method)
+    n = method.num_clients
+    own_tmp = workdir is None
+    work = Path(tempfile.mkdtemp(prefix="securefg-flower-")) if workdir is None else Path(workdir)
+    provision(work, replace(cfg, progress=False), n)
+    procs = FlowerProcesses(work, n, nice=nice)
+    procs.start()
+    try:
+        if on_start is not None:
+            on_start(procs)
+    except BaseException:
+        procs.wait(0)  # reap every party before the error leaves
+        raise
+    codes = procs.wait(timeout)
+    server_out = out_file(work, SERVER, "json")
+    if codes[SERVER] != 0 or not server_out.exists():
+        raise ProtocolError(f"the Flower server process failed (exit {codes[SERVER]}):\n{procs.log_tail(SERVER)}")
+    server = json.loads(server_out.read_text())
+
+    fed = Federation(n, stack, seed=cfg.seed)
+    merged = work / "transcript.jsonl"
+    merge_transcripts(work, [SERVER, *fed.client_ids], merged)
+    load_jsonl(merged, fed.transcript)
+    scores: dict[int, dict[str, dict[str, float]]] = {}
+    for cid in fed.client_ids:
+        path = out_file(work, cid, "scores.jsonl")
+        for line in path.read_text().splitlines() if path.exists() else []:
+            rec = json.loads(line)
+            scores.setdefault(int(rec["round"]), {})[cid] = rec["scores"]
+    history = []
+    for r in range(cfg.rounds):
+        for cid in fed.client_ids:  # a client that dropped keeps its last scores, as in process
+            if cid in scores.get(r, {}):
+                fed.parties[cid].state["scores"] = scores[r][cid]
+        history.append({"round": r, **method.measure(fed)})
+    result = build_result(cfg, stack, fed, method.summarize(history), history, data_info,
+                          wall=time.perf_counter() - t_start, train_seconds=server["train_seconds"],
+                          extra=getattr(method, "report", dict)())
+    result["device"] = str(method.config.device)
+    result["backend"] = "flower"
+    result["flower"] = {
+        "processes": {pid: code for pid, code in codes.items()},
+        "dropped": server["dropped"],
+        "server_view": server["server_view"],
+        "framing_bytes": server["framing_bytes"],
+        "grpc_payload_bytes": server["flower_bytes_sent"] + server["flower_bytes_received"],
+        "workdir": None if own_tmp else str(work),
+    }
+    if cfg.out:
+        write_result(Path(cfg.out), result)
+    if own_tmp:  # it holds every party's private channel key
+        shutil.rmtree(work, ignore_errors=True)
+    return result

@@ -1,0 +1,174 @@
+"""One party's OS process on the Flower backend: ``python -m securefg.integrations.flower.party``.
+
+The launcher provisions a work folder: ``config.json`` (the run configuration), ``session``
+(the run's session id), ``directory.json`` (every party's public channel key) and, per party,
+``keys/<name>.key`` holding that party's channel private key alone (a stand-in for each site's
+own key store; no party ever reads another's). The server process hosts Flower's gRPC fleet
+server and drives the run; a client process runs Flower's client loop around its ClientApp.
+Each party writes only its own outputs: its transcript (what it sent) and, for a client, its
+per-round scores (the experimenter's measurement).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
+from securefg.federation.channel import ChannelIdentity
+from securefg.federation.party import SERVER, Party, client_id
+from securefg.federation.party_transport import PartyTransport
+
+
+def key_file(workdir: Path, pid: str) -> Path:
+    return workdir / "keys" / (pid.replace("/", "_") + ".key")
+
+
+def out_file(workdir: Path, pid: str, what: str) -> Path:
+    return workdir / "parties" / f"{pid.replace('/', '_')}.{what}"
+
+
+def load_transport(workdir: Path, pid: str) -> PartyTransport:
+    """This party's transport end from its provisioned key, the session and the directory."""
+    raw = key_file(workdir, pid).read_bytes()
+    identity = ChannelIdentity(pid, X25519PrivateKey.from_private_bytes(raw))
+    directory = {k: bytes.fromhex(v) for k, v in json.loads((workdir / "directory.json").read_text()).items()}
+    if pid != SERVER:  # a client talks to the server only
+        directory = {k: v for k, v in directory.items() if k in (SERVER, pid)}
+    return PartyTransport(identity, session=(workdir / "session").read_bytes(), directory=directory)
+
+
+def save_transcript(workdir: Path, transport: PartyTransport) -> None:
+    """This party's sends, and their logical clocks for the causal merge."""
+    transport.transcript.save_jsonl(out_file(workdir, transport.pid, "transcript.jsonl"))
+    out_file(workdir, transport.pid, "clocks.json").write_text(json.dumps(transport.clocks))
+
+
+def load_config(workdir: Path) -> Any:
+    from securefg.experiment import RunConfig
+
+    raw = json.loads((workdir / "config.json").read_text())
+    known = {f.name for f in fields(RunConfig)}
+    raw = {k: v for k, v in raw.items() if k in known}
+    if raw.get("split") is not None:
+        raw["split"] = tuple(raw["split"])
+    return RunConfig(**raw)
+
+
+def run_server(workdir: Path, address: str, clients: int, connect_timeout: float) -> None:
+    from flwr.common import ReconnectIns
+    from flwr.server.client_manager import SimpleClientManager
+    from flwr.server.server import reconnect_clients
+    from flwr.server.superlink.fleet.grpc_bidi.grpc_server import start_grpc_server
+
+    from securefg.experiment import build_method, seed_everything
+    from securefg.integrations.flower import fedavg
+    from securefg.integrations.flower.grid import BidiGrid
+    from securefg.integrations.flower.runtime import ServerRuntime
+
+    cfg = load_config(workdir)
+    seed_everything(cfg.seed)
+    cfg, method, stack, _ = build_method(cfg)
+    fedavg.check_supported(method)
+    method.task = _only_own_data(method.task, -1)  # the server holds no client's data
+    transport = load_transport(workdir, SERVER)
+    party = Party(SERVER)
+    fedavg.setup_server(method, party)
+    cm = SimpleClientManager()
+    server = start_grpc_server(client_manager=cm, server_address=address)
+    (workdir / "parties" / "server.ready").write_text(address)
+    try:
+        if not cm.wait_for(clients, timeout=int(connect_timeout)):
+            raise TimeoutError(f"only {cm.num_available()} of {clients} clients connected in {connect_timeout}s")
+        grid = BidiGrid(cm)
+        rt = ServerRuntime(grid, transport, party)
+        rt.connect(client_id(k) for k in range(clients))
+        t0 = time.perf_counter()
+        view = fedavg.run_server(rt, method, stack, rounds=cfg.rounds)
+        train_seconds = time.perf_counter() - t0
+        save_transcript(workdir, transport)
+        out_file(workdir, SERVER, "json").write_text(json.dumps({
+            "server_view": view, "train_seconds": train_seconds, "dropped": rt.dropped,
+            "framing_bytes": rt.framing_bytes, "flower_bytes_sent": grid.bytes_sent,
+            "flower_bytes_received": grid.bytes_received,
+        }, indent=1))
+        proxies = list(cm.all().values())
+        reconnect_clients([(p, ReconnectIns(seconds=None)) for p in proxies], max_workers=None, timeout=10)
+        grid.close()
+    finally:
+        server.stop(grace=1)
+
+
+def run_client(workdir: Path, address: str, index: int) -> None:
+    from flwr.clientapp import ClientApp
+    from flwr.compat.client.app import start_client_internal
+
+    from securefg.experiment import build_method, seed_everything
+    from securefg.integrations.flower import fedavg
+    from securefg.integrations.flower.exchange import ClientExchange
+    from securefg.integrations.flower.grid import TunnelClient
+    from securefg.integrations.flower.runtime import ClientRuntime
+    from securefg.methods.training import party_seed
+
+    pid = client_id(index)
+    cfg = load_config(workdir)
+    seed_everything(cfg.seed)
+    cfg, method, stack, _ = build_method(cfg)
+    fedavg.check_supported(method)
+    party = Party(pid)
+    fedavg.setup_client(method, party)
+    method.task = _only_own_data(method.task, index)  # the other partitions leave this process's reach
+    transport = load_transport(workdir, pid)
+    rt = ClientRuntime(transport, party, trace=out_file(workdir, pid, "steps"))
+    ex = ClientExchange(rt, stack, seed=party_seed(cfg.seed, pid, -1),
+                        clients=[client_id(k) for k in range(method.num_clients)])
+    fedavg.serve_client(rt, ex, method, log_path=out_file(workdir, pid, "scores.jsonl"))
+    app = ClientApp(client_fn=lambda context: TunnelClient(rt.app, context).to_client())
+    ready = workdir / "parties" / "server.ready"
+    while not ready.exists():
+        time.sleep(0.1)
+    try:
+        start_client_internal(server_address=address, node_config={}, load_client_app_fn=lambda *_: app,
+                              insecure=True, max_wait_time=60)
+    finally:
+        save_transcript(workdir, transport)
+
+
+def _only_own_data(task: Any, index: int) -> Any:
+    """The task with every other client's partition dropped (each site holds only its own)."""
+    from dataclasses import replace
+
+    from securefg.methods.tasks import NodeTask
+
+    if isinstance(task, NodeTask):
+        return replace(task, clients=[c if k == index else None for k, c in enumerate(task.clients)],
+                       full_graph=None)
+    return task
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--role", choices=("server", "client"), required=True)
+    p.add_argument("--workdir", type=Path, required=True)
+    p.add_argument("--address", required=True)
+    p.add_argument("--clients", type=int, default=0)
+    p.add_argument("--index", type=int, default=-1)
+    p.add_argument("--connect-timeout", type=float, default=300.0)
+    a = p.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    if a.role == "server":
+        run_server(a.workdir, a.address, a.clients, a.connect_timeout)
+    else:
+        run_client(a.workdir, a.address, a.index)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,73 @@
+"""The Flower backend: every party in its own OS process over Flower's gRPC transport.
+
+These start real processes (a server and three clients on loopback), so they are the slow
+end of the suite; each uses the small synthetic CSBM task and a hidden size of 8.
+"""
+
+import json
+import time
+
+import pytest
+
+pytest.importorskip("flwr")
+
+from securefg.experiment import RunConfig, run_experiment  # noqa: E402
+from securefg.federation.party import client_id  # noqa: E402
+from securefg.integrations.flower.launcher import run_flower_experiment  # noqa: E402
+from securefg.integrations.flower.party import out_file  # noqa: E402
+
+
+def _cfg(**kw):
+    base = dict(method="fedavg", dataset="csbm", clients=3, rounds=2, seed=5, hidden=8, local_epochs=10, lr=0.05,
+                progress=False)
+    return RunConfig(**{**base, **kw})
+
+
+def test_fedavg_secure_sum_over_flower_matches_the_in_process_backend(tmp_path):
+    fl = run_flower_experiment(_cfg(), workdir=tmp_path / "work")
+    ip = run_experiment(_cfg())
+    assert fl["flower"]["processes"] == {"server": 0, **{client_id(k): 0 for k in range(3)}}
+    assert fl["protocol"] == ip["protocol"] == "fedavg-secure-sum"
+    # same seed, same per-party RNG streams, exact secure sums: the same accuracies
+    assert [h["mean_val"] for h in fl["history"]] == pytest.approx([h["mean_val"] for h in ip["history"]], abs=1e-9)
+    assert fl["metrics"]["test_acc"] == pytest.approx(ip["metrics"]["test_acc"], abs=1e-9)
+    # the same sealed envelopes: identical payload and wire byte counts, per tag
+    assert fl["bytes_by_tag"] == ip["bytes_by_tag"]
+    assert fl["wire_bytes_total"] == ip["wire_bytes_total"]
+    assert fl["envelopes"] == ip["envelopes"]
+    assert fl["communication_rounds"] == ip["communication_rounds"]
+    assert fl["flower"]["dropped"] == {}
+
+
+def test_client_process_killed_mid_round_is_a_dropout_and_the_round_sums_the_survivors(tmp_path):
+    # four clients: with three, a death after the masked input leaves each survivor's self-mask
+    # seed with a single share holder, below t = 2, and SecAgg+ rightly aborts the round
+    work = tmp_path / "work"
+    victim = client_id(3)
+
+    def kill_inside_the_secure_sum(procs):
+        steps = out_file(work, victim, "steps")
+        deadline = time.monotonic() + 900
+        while not (steps.exists() and "0 aggregate fedavg/update secure_sum/share_keys" in steps.read_text()):
+            if time.monotonic() > deadline:
+                pytest.fail("the victim never reached share_keys:\n" + procs.log_tail(victim) + procs.log_tail("server"))
+            time.sleep(0.005)
+        procs.kill(victim)  # SIGKILL inside round 0's update secure sum
+
+    res = run_flower_experiment(_cfg(rounds=2, clients=4), workdir=work, on_start=kill_inside_the_secure_sum)
+    assert res["flower"]["processes"]["server"] == 0
+    assert res["flower"]["processes"][victim] == -9
+    reason = res["flower"]["dropped"][victim]
+    assert reason.startswith("aggregate fedavg/update secure_sum/") and " r0: " in reason
+    view = res["flower"]["server_view"]
+    # dead before its masked input reached the server: not in round 0's update sum (the
+    # survivors' shares remove its pairwise masks); dead after it: in the sum (its self-mask
+    # seed comes back from the survivors' shares at unmask)
+    in_update = 4 if reason.startswith("aggregate fedavg/update secure_sum/unmask") else 3
+    assert [v["contributors"] for v in view] == [in_update, 3]
+    assert [v["metric_contributors"] for v in view] == [3, 3]
+    # round 0's metric sum is exactly the survivors' mean validation accuracy
+    survivors = [json.loads(out_file(work, client_id(k), "scores.jsonl").read_text().splitlines()[0])["scores"]
+                 for k in (0, 1, 2)]
+    assert view[0]["server_mean_val"] == pytest.approx(sum(s["val_acc"] for s in survivors) / 3, abs=1e-6)
+    assert res["metrics"]["final_round"] == 1  # and the run went on to the end without it
