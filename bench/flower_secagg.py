@@ -39,19 +39,19 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from secure_sum import end_to_end  # noqa: E402  (bench/secure_sum.py)
+from secure_sum import end_to_end
 
 
 def flower_secaggplus(n: int, m: int, *, drop: int, num_shares: int, threshold: int,
                       clock: Callable[[], float] = time.perf_counter) -> dict[str, float]:
     """Flower's SecAgg+ on n clients holding m-vectors; ``drop`` clients vanish before masking."""
     from flwr.app import ConfigRecord, Context, Message, RecordDict
+    from flwr.client.mod import secaggplus_mod
     from flwr.clientapp import ClientApp
     from flwr.common import ndarrays_to_parameters
-    from flwr.compat.common.recorddict_compat import arrayrecord_to_parameters, parameters_to_arrayrecord
     from flwr.common.serde import recorddict_from_proto, recorddict_to_proto
     from flwr.compat.client.numpy_client import NumPyClient
-    from flwr.client.mod import secaggplus_mod
+    from flwr.compat.common.recorddict_compat import arrayrecord_to_parameters, parameters_to_arrayrecord
     from flwr.server import ServerConfig
     from flwr.server.client_manager import SimpleClientManager
     from flwr.server.compat.grid_client_proxy import GridClientProxy

@@ -11,15 +11,15 @@ import pytest
 
 pytest.importorskip("flwr")
 
-from securefg.experiment import RunConfig, run_experiment  # noqa: E402
-from securefg.federation.party import client_id  # noqa: E402
-from securefg.integrations.flower.launcher import run_flower_experiment  # noqa: E402
-from securefg.integrations.flower.party import out_file  # noqa: E402
+from securefg.experiment import RunConfig, run_experiment
+from securefg.federation.party import client_id
+from securefg.integrations.flower.launcher import run_flower_experiment
+from securefg.integrations.flower.party import out_file
 
 
 def _cfg(**kw):
-    base = dict(method="fedavg", dataset="csbm", clients=3, rounds=2, seed=5, hidden=8, local_epochs=10, lr=0.05,
-                progress=False)
+    base = {"method": "fedavg", "dataset": "csbm", "clients": 3, "rounds": 2, "seed": 5, "hidden": 8, "local_epochs": 10, "lr": 0.05,
+                "progress": False}
     return RunConfig(**{**base, **kw})
 
 

@@ -138,7 +138,7 @@ class BidiGrid(Grid):
         self.bytes_sent += _scalar_bytes(props)
         try:
             res = proxy.get_properties(GetPropertiesIns(config=props), timeout=None, group_id=None)
-        except Exception as exc:  # a closed stream: the client process is gone
+        except Exception as exc:  # noqa: BLE001 -- any failure of the closed stream means the client process is gone
             return Message(Error(code=ErrorCode.NODE_UNAVAILABLE, reason=f"{type(exc).__name__}: {exc}"),
                            reply_to=msg)
         if res.status.code != Code.OK:

@@ -98,7 +98,7 @@ class FlowerProcesses:
                # one party, one thread: N+1 processes each with a thread pool oversubscribe the cores
                "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
         self.procs[pid] = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                           preexec_fn=(lambda: os.nice(self.nice)) if self.nice else None)
+                                           preexec_fn=(lambda: os.nice(self.nice)) if self.nice else None)  # noqa: PLW1509 -- only os.nice, async-signal-safe
 
     def start(self) -> None:
         (self.workdir / "logs").mkdir(parents=True, exist_ok=True)
