@@ -84,6 +84,8 @@ class FedSheafHN(Method):
         sheaf_lr (float): (default: ``0.02``)
         sheaf_wd (float): (default: ``5e-4``)
         feedback_sign (str): ``"pfedhn"`` or ``"paper"`` (:mod:`.server`). (default: ``"pfedhn"``)
+        standardize (bool): The server z-scores the embeddings over clients before diffusion
+            (:class:`.server.SheafHNServer`). (default: ``true``)
     """
 
     name = "fedsheafhn"
@@ -101,7 +103,7 @@ class FedSheafHN(Method):
     option_defaults: ClassVar[Mapping[str, Any]] = {
         "warmup_epochs": 30, "refresh_every": 5, "knn": 5, "normalize_embedding": True, "dropout": 0.3,
         "hn_hidden": 64, "hn_dropout": 0.3, "hn_lr": 0.01, "sheaf_hidden": 20, "stalk_dim": 1, "sheaf_layers": 4,
-        "sheaf_dropout": 0.3, "sheaf_lr": 0.02, "sheaf_wd": 5e-4, "feedback_sign": "pfedhn",
+        "sheaf_dropout": 0.3, "sheaf_lr": 0.02, "sheaf_wd": 5e-4, "feedback_sign": "pfedhn", "standardize": True,
     }
 
     @classmethod
@@ -156,7 +158,7 @@ class FedSheafHN(Method):
             knn=o["knn"], sheaf={"hidden_channels": o["sheaf_hidden"], "stalk_dim": o["stalk_dim"],
                                  "layers": o["sheaf_layers"], "dropout": o["sheaf_dropout"]},
             hn_hidden=o["hn_hidden"], hn_dropout=o["hn_dropout"], hn_lr=o["hn_lr"], sheaf_lr=o["sheaf_lr"],
-            sheaf_wd=o["sheaf_wd"], feedback_sign=o["feedback_sign"],
+            sheaf_wd=o["sheaf_wd"], feedback_sign=o["feedback_sign"], standardize=o["standardize"],
         )
 
     # ------------------------------------------------------------ client half

@@ -61,11 +61,15 @@ class SheafHNServer:
         sheaf_lr (float): Adam step of the sheaf model.
         sheaf_wd (float): Weight decay of the sheaf model.
         feedback_sign (str): ``"pfedhn"`` or ``"paper"`` (module docstring).
+        standardize (bool): z-score every embedding coordinate over the clients before the
+            sheaf model. Mean embeddings of different subgraphs are nearly parallel (they share
+            the GCN that made them), so without it the hypernetwork sees near-identical rows and
+            generates near-identical weights. (default: :obj:`True`)
     """
 
     def __init__(self, *, num_clients: int, embedding_dim: int, target_shapes: Mapping[str, tuple[int, ...]], knn: int,
                  sheaf: Mapping[str, float | int], hn_hidden: int, hn_dropout: float, hn_lr: float, sheaf_lr: float,
-                 sheaf_wd: float, feedback_sign: str) -> None:
+                 sheaf_wd: float, feedback_sign: str, standardize: bool = True) -> None:
         if feedback_sign not in FEEDBACK_SIGNS:
             raise InvalidInputError(f"feedback_sign must be one of {list(FEEDBACK_SIGNS)}, got {feedback_sign!r}")
         self.sheaf = DiagSheafDiffusion(embedding_dim, embedding_dim, **sheaf)  # type: ignore[arg-type]
@@ -73,8 +77,8 @@ class SheafHNServer:
                                         dropout=hn_dropout)
         self.sheaf_opt = torch.optim.Adam(self.sheaf.parameters(), lr=sheaf_lr, weight_decay=sheaf_wd)
         self.hn_opt = torch.optim.Adam(self.hn.parameters(), lr=hn_lr)
-        self.num_clients, self.knn, self.sign = num_clients, knn, feedback_sign
-        self.order: list[str] = []  # pseudonyms, in row order (fixed at the first embeddings)
+        self.num_clients, self.knn, self.sign, self.standardize = num_clients, knn, feedback_sign, standardize
+        self.order: list[str] = []  # pseudonyms, in row order (fixed by the first embeddings)
         self.x0: torch.Tensor | None = None
         self.edge_index: torch.Tensor | None = None
         self._out: torch.Tensor | None = None
@@ -88,10 +92,16 @@ class SheafHNServer:
         if not self.order:
             if len(got) != self.num_clients:
                 raise ProtocolError(f"expected {self.num_clients} client embeddings, got {len(got)}")
-            self.order = sorted(got)
-        elif sorted(got) != self.order:
+            # Rows in a canonical order that does not depend on what the pseudonyms are (the
+            # embeddings' own lexicographic order), so a stack that hides client ids trains the
+            # very same models as plaintext: dropout masks are drawn per row.
+            self.order = sorted(got, key=lambda nym: (got[nym].double().reshape(-1).tolist(), nym))
+        elif set(got) != set(self.order):
             raise ProtocolError("embeddings arrived under pseudonyms other than the first round's")
-        self.x0 = torch.stack([got[nym].float().reshape(-1) for nym in self.order])
+        x0 = torch.stack([got[nym].float().reshape(-1) for nym in self.order])
+        if self.standardize and x0.shape[0] > 1:
+            x0 = (x0 - x0.mean(dim=0)) / x0.std(dim=0).clamp_min(1e-8)
+        self.x0 = x0
         self.edge_index = knn_graph(self.x0, self.knn)
 
     def generate(self) -> dict[str, dict[str, torch.Tensor]]:
