@@ -29,6 +29,12 @@ class AttentionHypernetwork(nn.Module):
             tensor; their sizes sum to :math:`|\tilde\omega|`.
         hidden_channels (int): MLP width ``h``. (default: ``64``)
         dropout (float): Dropout after each hidden layer. (default: ``0.3``)
+        base (torch.Tensor, optional): ``(|omega~|,)`` initial output bias: what every client gets
+            before anything is learned (e.g. the standard initialisation of the target model).
+            With it the output weight starts ``output_scale`` times PyTorch's default, so the
+            generated weights start at ``base`` plus a small per-client term. (default: :obj:`None`)
+        output_scale (float): Scale of the initial output weight when ``base`` is given.
+            (default: ``0.01``)
 
     Shapes:
         - input: ``(N, in_channels)``
@@ -36,7 +42,8 @@ class AttentionHypernetwork(nn.Module):
     """
 
     def __init__(self, num_clients: int, in_channels: int, target_shapes: Mapping[str, tuple[int, ...]], *,
-                 hidden_channels: int = 64, dropout: float = 0.3) -> None:
+                 hidden_channels: int = 64, dropout: float = 0.3, base: torch.Tensor | None = None,
+                 output_scale: float = 0.01) -> None:
         super().__init__()
         if min(num_clients, in_channels, hidden_channels) < 1 or not target_shapes:
             raise ValueError(
@@ -49,6 +56,12 @@ class AttentionHypernetwork(nn.Module):
         self.mlp = nn.Sequential(nn.Linear(in_channels, hidden_channels), nn.Linear(hidden_channels, hidden_channels))
         self.out = nn.Linear(hidden_channels, sum(self.sizes))
         self.dropout = dropout
+        if base is not None:
+            if base.shape != (self.num_outputs,):
+                raise ValueError(f"AttentionHypernetwork base must have shape ({self.num_outputs},), got {tuple(base.shape)}")
+            with torch.no_grad():
+                self.out.bias.copy_(base)
+                self.out.weight.mul_(output_scale)
 
     @property
     def num_outputs(self) -> int:

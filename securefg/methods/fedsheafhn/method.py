@@ -37,7 +37,7 @@ from securefg.federation.federation import Federation
 from securefg.federation.party import Party
 from securefg.methods.base import Method, MethodConfig, Task, register_method
 from securefg.methods.fedavg import measure_clients, summarize_task
-from securefg.methods.fedsheafhn.client import client_embedding, fine_tune, generated_shapes
+from securefg.methods.fedsheafhn.client import GENERATED_PREFIXES, client_embedding, fine_tune, generated_shapes
 from securefg.methods.fedsheafhn.server import FEEDBACK_SIGNS, SheafHNServer
 from securefg.methods.tasks import NodeTask
 from securefg.methods.training import TrainConfig, evaluate_node, train_node_epochs
@@ -75,12 +75,15 @@ class FedSheafHN(Method):
         normalize_embedding (bool): Send ``x_i / ||x_i||`` (tight DP clipping). (default: ``true``)
         dropout (float): Client GCN dropout (code 0.3). (default: ``0.3``)
         hn_hidden (int): Hypernetwork width (code 64, paper 128). (default: ``64``)
-        hn_dropout (float): (default: ``0.3``)
+        hn_dropout (float): Hypernetwork dropout (code 0.3). Off by default: the generated weights
+            are this forward pass, so dropout adds fresh noise of the weights' own scale to every
+            client's GCN each round, which 5 local epochs cannot undo. (default: ``0.0``)
         hn_lr (float): (default: ``0.01``)
         sheaf_hidden (int): Sheaf hidden channels. (default: ``20``)
         stalk_dim (int): Sheaf stalk dimension. (default: ``1``)
         sheaf_layers (int): Diffusion steps ``T_s``. (default: ``4``)
-        sheaf_dropout (float): (default: ``0.3``)
+        sheaf_dropout (float): Sheaf dropout (code 0.3); off by default for the same reason.
+            (default: ``0.0``)
         sheaf_lr (float): (default: ``0.02``)
         sheaf_wd (float): (default: ``5e-4``)
         feedback_sign (str): ``"pfedhn"`` or ``"paper"`` (:mod:`.server`). (default: ``"pfedhn"``)
@@ -102,8 +105,8 @@ class FedSheafHN(Method):
     }
     option_defaults: ClassVar[Mapping[str, Any]] = {
         "warmup_epochs": 30, "refresh_every": 5, "knn": 5, "normalize_embedding": True, "dropout": 0.3,
-        "hn_hidden": 64, "hn_dropout": 0.3, "hn_lr": 0.01, "sheaf_hidden": 20, "stalk_dim": 1, "sheaf_layers": 4,
-        "sheaf_dropout": 0.3, "sheaf_lr": 0.02, "sheaf_wd": 5e-4, "feedback_sign": "pfedhn", "standardize": True,
+        "hn_hidden": 64, "hn_dropout": 0.0, "hn_lr": 0.01, "sheaf_hidden": 20, "stalk_dim": 1, "sheaf_layers": 4,
+        "sheaf_dropout": 0.0, "sheaf_lr": 0.02, "sheaf_wd": 5e-4, "feedback_sign": "pfedhn", "standardize": True,
     }
 
     @classmethod
@@ -159,6 +162,8 @@ class FedSheafHN(Method):
                                  "layers": o["sheaf_layers"], "dropout": o["sheaf_dropout"]},
             hn_hidden=o["hn_hidden"], hn_dropout=o["hn_dropout"], hn_lr=o["hn_lr"], sheaf_lr=o["sheaf_lr"],
             sheaf_wd=o["sheaf_wd"], feedback_sign=o["feedback_sign"], standardize=o["standardize"],
+            base=torch.cat([p.detach().reshape(-1).cpu() for n, p in self.make_model().named_parameters()
+                            if n.startswith(GENERATED_PREFIXES)]),
         )
 
     # ------------------------------------------------------------ client half

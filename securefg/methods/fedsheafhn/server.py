@@ -65,16 +65,19 @@ class SheafHNServer:
             sheaf model. Mean embeddings of different subgraphs are nearly parallel (they share
             the GCN that made them), so without it the hypernetwork sees near-identical rows and
             generates near-identical weights. (default: :obj:`True`)
+        base (torch.Tensor, optional): Flat initial generated weights (the hypernetwork's
+            output bias, see :class:`AttentionHypernetwork`). (default: :obj:`None`)
     """
 
     def __init__(self, *, num_clients: int, embedding_dim: int, target_shapes: Mapping[str, tuple[int, ...]], knn: int,
                  sheaf: Mapping[str, float | int], hn_hidden: int, hn_dropout: float, hn_lr: float, sheaf_lr: float,
-                 sheaf_wd: float, feedback_sign: str, standardize: bool = True) -> None:
+                 sheaf_wd: float, feedback_sign: str, standardize: bool = True,
+                 base: torch.Tensor | None = None) -> None:
         if feedback_sign not in FEEDBACK_SIGNS:
             raise InvalidInputError(f"feedback_sign must be one of {list(FEEDBACK_SIGNS)}, got {feedback_sign!r}")
         self.sheaf = DiagSheafDiffusion(embedding_dim, embedding_dim, **sheaf)  # type: ignore[arg-type]
         self.hn = AttentionHypernetwork(num_clients, embedding_dim, target_shapes, hidden_channels=hn_hidden,
-                                        dropout=hn_dropout)
+                                        dropout=hn_dropout, base=base)
         self.sheaf_opt = torch.optim.Adam(self.sheaf.parameters(), lr=sheaf_lr, weight_decay=sheaf_wd)
         self.hn_opt = torch.optim.Adam(self.hn.parameters(), lr=hn_lr)
         self.num_clients, self.knn, self.sign, self.standardize = num_clients, knn, feedback_sign, standardize
