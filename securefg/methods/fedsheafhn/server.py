@@ -85,6 +85,10 @@ class SheafHNServer:
         self.x0: torch.Tensor | None = None
         self.edge_index: torch.Tensor | None = None
         self._out: torch.Tensor | None = None
+        #: The server's own record of the latest round (for leakage probes): what it generated
+        #: and the feedback it read, both by pseudonym.
+        self.last_generated: dict[str, dict[str, torch.Tensor]] = {}
+        self.last_feedback: dict[str, dict[str, torch.Tensor]] = {}
 
     def set_embeddings(self, got: Mapping[str, torch.Tensor]) -> None:
         """Hold the received embeddings as ``X_0`` and rebuild the collaboration graph.
@@ -118,7 +122,9 @@ class SheafHNServer:
         self.hn.train()
         self._out = self.hn(self.sheaf(self.x0, self.edge_index))
         rows = self._out.detach()
-        return {nym: {k: v.clone() for k, v in self.hn.split(rows[i]).items()} for i, nym in enumerate(self.order)}
+        self.last_generated = {nym: {k: v.clone() for k, v in self.hn.split(rows[i]).items()}
+                               for i, nym in enumerate(self.order)}
+        return {nym: {k: v.clone() for k, v in t.items()} for nym, t in self.last_generated.items()}
 
     def update(self, feedback: Mapping[str, Mapping[str, torch.Tensor]]) -> float:
         """One Adam step of both models from the clients' feedback; returns the feedback norm."""
@@ -130,6 +136,7 @@ class SheafHNServer:
         delta = torch.stack([self._row(feedback[nym]) for nym in self.order])
         if not bool(torch.isfinite(delta).all()):
             raise InvalidInputError("hypernetwork feedback holds NaN or infinite values")
+        self.last_feedback = {nym: dict(feedback[nym]) for nym in self.order}
         grad = -delta if self.sign == "pfedhn" else delta
         self.sheaf_opt.zero_grad()
         self.hn_opt.zero_grad()
