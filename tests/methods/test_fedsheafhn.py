@@ -199,12 +199,12 @@ def test_feedback_probe_inverts_updates_on_every_stack_and_the_mailbox_only_unli
     assert secure["pseudonymous"] and plain["attributed_feature_auc"] == plain["feature_auc"]
 
 
-def test_weight_decay_acts_on_the_local_head_only_by_default() -> None:
+def test_weight_decay_of_generated_layers_is_its_own_option() -> None:
     method = _method(_task(), 1)
     model = method.make_model()
     groups = method.optimizer_for(model).param_groups
     generated = {id(p) for n, p in model.named_parameters() if n.startswith(("conv1.", "conv2."))}
-    assert [g["weight_decay"] for g in groups] == [0.0, 5e-4]
+    assert [g["weight_decay"] for g in groups] == [5e-4, 5e-4]
     assert {id(p) for p in groups[0]["params"]} == generated
     assert _method(_task(), 1, generated_wd=1e-3).optimizer_for(model).param_groups[0]["weight_decay"] == 1e-3
     with pytest.raises(ConfigError, match="generated_wd"):

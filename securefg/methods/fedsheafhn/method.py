@@ -88,11 +88,12 @@ class FedSheafHN(Method):
         sheaf_wd (float): (default: ``5e-4``)
         feedback_sign (str): ``"pfedhn"`` or ``"paper"`` (:mod:`.server`). (default: ``"pfedhn"``)
         generated_wd (float): Client weight decay on the generated layers (the head keeps
-            ``--weight-decay``). Under Adam, coupled weight decay on a coordinate without a data
-            gradient is a full lr-sized step towards zero, so 5 epochs at lr 0.02 erase every
-            generated weight the client's data does not touch; the feedback then drives the
-            hypernetwork towards zero weights and dead ReLUs (Computers, seed 42: every client
-            stuck at its majority class, 67.15%). (default: ``0.0``)
+            ``--weight-decay``); the default is the code's 5e-4 on everything. Under Adam, coupled
+            weight decay on a coordinate without a data gradient is a full lr-sized step towards
+            zero, so every round erases the generated weights the client's data does not touch.
+            Measured, seed 42: ``0`` left Computers at 70.2% after 9 rounds (5e-4: 67.15%, stuck)
+            and collapsed Cora (feedback norm -> 1, 71% by round 20, vs 85.4% with 5e-4).
+            (default: ``5e-4``)
         standardize (bool): The server z-scores the embeddings over clients before diffusion
             (:class:`.server.SheafHNServer`). (default: ``true``)
     """
@@ -112,7 +113,8 @@ class FedSheafHN(Method):
     option_defaults: ClassVar[Mapping[str, Any]] = {
         "warmup_epochs": 30, "refresh_every": 5, "knn": 5, "normalize_embedding": True, "dropout": 0.3,
         "hn_hidden": 64, "hn_dropout": 0.0, "hn_lr": 0.01, "sheaf_hidden": 20, "stalk_dim": 1, "sheaf_layers": 4,
-        "sheaf_dropout": 0.0, "sheaf_lr": 0.02, "sheaf_wd": 5e-4, "feedback_sign": "pfedhn", "standardize": True, "generated_wd": 0.0,
+        "sheaf_dropout": 0.0, "sheaf_lr": 0.02, "sheaf_wd": 5e-4, "feedback_sign": "pfedhn", "standardize": True,
+        "generated_wd": 5e-4,
     }
 
     @classmethod
