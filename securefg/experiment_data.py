@@ -60,6 +60,7 @@ from securefg.data.splits import with_node_split
 from securefg.data.synthetic import make_csbm, make_graph_classification
 from securefg.errors import ConfigError
 from securefg.experiment import data_seed_of
+from securefg.methods.base import method_class
 from securefg.methods.label_groups import LabelGroups
 from securefg.methods.tasks import GraphTask, NodeTask
 from securefg.methods.training import TrainConfig
@@ -129,6 +130,7 @@ def _node_task(cfg: Any) -> tuple[NodeTask, dict[str, Any]]:
         data = make_csbm(num_nodes=1000, num_classes=4, num_features=32, seed=data_seed_of(cfg))
     else:
         data = load_node_dataset(cfg.dataset, cfg.data_root, largest_cc=fedpub_prep, normalize_features=fedpub_prep)
+    ratios = getattr(method_class(cfg.method), "default_node_split", None) or ratios  # e.g. FedSheafHN 40/30/30
     data = with_node_split(data, ratios=tuple(cfg.split) if cfg.split else ratios, seed=data_seed_of(cfg))
     partition = pcls(cfg.clients, seed=data_seed_of(cfg))(data)
     clients = client_subgraphs(data, partition)

@@ -63,9 +63,36 @@ FEDPUB = {
     "fedpub/model": "The random initial model, public by design.",
 }
 
-DISCLOSURES: dict[str, dict[str, str]] = {"fedstruct": FEDSTRUCT, "fedpub": FEDPUB}
+FEDSHEAFHN = {
+    "fedsheafhn/feedback": (
+        "STRUCTURAL LEAK: the server reads every client's hypernetwork feedback Delta omega~_i (its fine-tuned "
+        "GCN layers minus the generated ones) individually, on every stack: the hypernetwork's gradient needs it "
+        "per client, and a masked sum would not hide it (sum_i Delta_i h_i^T with known h_i is solvable for each "
+        "Delta_i). With the weights it generated, the server rebuilds each client's fine-tuned layers exactly "
+        "(update inversion) and reads which words occur in its documents from the first layer (feature "
+        "inference); securefg.attacks.sheaf_feedback measures both. The mailbox stack hides only which client "
+        "sent which update (session pseudonyms through the shuffler)."
+    ),
+    "fedsheafhn/embedding": (
+        "The server reads every client's graph-level embedding x_i under a session pseudonym (the sheaf model and "
+        "the hypernetwork are non-linear per client); under fedsheafhn_dp only a clipped, locally noised copy "
+        "(epsilon in result.json). Pseudonyms are stable over the session, so the server links a client's "
+        "uploads across rounds, not to its identity."
+    ),
+    "fedsheafhn/weights": (
+        "Client i opens only its own generated weights, a function of every client's embedding through the "
+        "sheaf diffusion and the attention matrix: low-bandwidth cross-client information, by design."
+    ),
+    "fedsheafhn/metrics": "The server learns the mean validation and test accuracy over the clients.",
+}
+
+DISCLOSURES: dict[str, dict[str, str]] = {"fedstruct": FEDSTRUCT, "fedpub": FEDPUB, "fedsheafhn": FEDSHEAFHN}
 
 METHOD_ASSUMPTIONS: dict[str, tuple[str, ...]] = {
+    "fedsheafhn": (
+        ("FedSheafHN under the mailbox: the shuffler does not collude with the server (together they map every "
+         "pseudonym to its client); the shuffler reads nothing but learns pseudonym -> client."),
+    ),
     "fedpub": (
         ("FED-PUB under CKKS: every client holds the secret key of the weights' key session (it decrypts its "
          "own mix), so the server colluding with any client decrypts every upload; non-collusion is assumed."),

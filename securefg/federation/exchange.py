@@ -211,6 +211,51 @@ class Exchange:
         mat = torch.tensor([[pairs[(a, b)] for b in order] for a in order], dtype=torch.float64)
         return order, mat
 
+    def collect(self, tag: str, inputs: Mapping[str, Tensors]) -> dict[str, dict[str, torch.Tensor]]:
+        """The server learns every client's tensors individually, keyed by a pseudonym.
+
+        Under ``plaintext`` the pseudonym is the client's id; under ``mailbox`` it is a session
+        pseudonym the server cannot link to a client. Transforms run as each client on its
+        flattened ``float64`` vector before upload, so they must need no server step (only
+        ``dp_gaussian`` with ``mode = "local"``).
+
+        Raises:
+            ConfigError: A transform with a server-side step (central or distributed noise).
+        """
+        res, call = self._call(tag, ExchangeKind.COLLECT)
+        for t in res.transforms:
+            mode = getattr(t, "mode", None)
+            if mode is not None and getattr(mode, "value", mode) != "local":
+                raise ConfigError(
+                    f"tag {tag!r}: transform {type(t).name!r} in mode {getattr(mode, 'value', mode)!r} needs a "
+                    "server-side step, which a collect exchange has not (the server reads each input); "
+                    'use mode = "local"'
+                )
+        vecs, layout = self._vectors(inputs, tag)
+        for t in res.transforms:
+            vecs = {pid: t.client(call, pid, v) for pid, v in vecs.items()}
+        spec = TensorSpec({"x": (torch.float64, (layout.size,))})
+        got = res.mechanism.run_collect(call, {pid: encode_tensors({"x": v}) for pid, v in vecs.items()})
+        return {nym: unflatten(decode_tensors(b, spec=spec)["x"], layout) for nym, b in got.items()}
+
+    def reply(self, tag: str, outputs: Mapping[str, Tensors]) -> dict[str, dict[str, torch.Tensor]]:
+        """The owner of each pseudonym (from :meth:`collect`) receives its tensors.
+
+        Returns:
+            ``{client id: the tensors it decoded}``: only the owner of a pseudonym reads its output.
+        """
+        res, call = self._call(tag, ExchangeKind.REPLY)
+        if res.transforms:
+            raise ConfigError(f"tag {tag!r}: a reply exchange takes no transforms")
+        if not outputs:
+            raise InvalidInputError(f"{tag!r}: no outputs")
+        specs = [TensorSpec.like(t) for t in outputs.values()]
+        spec = specs[0]
+        if any(s != spec for s in specs):
+            raise InvalidInputError(f"{tag!r}: outputs have different tensor names, shapes or dtypes")
+        got = res.mechanism.run_reply(call, {nym: encode_tensors(t) for nym, t in outputs.items()})
+        return {pid: decode_tensors(b, spec=spec) for pid, b in got.items()}
+
     def tags(self) -> dict[str, ExchangeKind]:
         """Every tag used so far and its exchange kind."""
         return dict(self.calls)

@@ -12,6 +12,7 @@ for _name in (
     "securefg.methods.cefgc",
     "securefg.methods.fedstruct",
     "securefg.methods.fedpub",
+    "securefg.methods.fedsheafhn",
 ):
     try:
         importlib.import_module(_name)

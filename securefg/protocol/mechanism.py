@@ -41,6 +41,11 @@ class ExchangeKind(str, enum.Enum):
     SIMILARITY = "similarity"
     RELAY = "relay"
     PEER_SUM = "peer_sum"
+    #: Clients -> server, each input under a pseudonym (the server needs individual inputs
+    #: but not who sent them; FedSheafHN's embeddings and hypernetwork feedback).
+    COLLECT = "collect"
+    #: Server -> the owner of each pseudonym (FedSheafHN's generated weights).
+    REPLY = "reply"
 
 
 @dataclass
@@ -154,6 +159,15 @@ class Mechanism(abc.ABC):
     ) -> dict[str, list[bytes]]:
         """Each client receives the other clients' items through the server."""
         raise self._unsupported(ExchangeKind.RELAY)
+
+    def run_collect(self, call: ExchangeCall, inputs: Mapping[str, bytes]) -> dict[str, bytes]:
+        """Server learns every input, keyed by a pseudonym (which may be the sender's id)."""
+        raise self._unsupported(ExchangeKind.COLLECT)
+
+    def run_reply(self, call: ExchangeCall, outputs: Mapping[str, bytes]) -> dict[str, bytes]:
+        """The owner of each pseudonym (from :meth:`run_collect`) receives its output; returns
+        ``{client id: what it decoded}``."""
+        raise self._unsupported(ExchangeKind.REPLY)
 
     def _unsupported(self, kind: ExchangeKind) -> ConfigError:
         return ConfigError(

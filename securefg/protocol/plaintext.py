@@ -109,6 +109,29 @@ class Plaintext(Mechanism):
         got = upload_vectors(call, inputs, call.server, "plaintext/upload")
         return pairwise_similarity(got, metric)
 
+    def run_collect(self, call: ExchangeCall, inputs: Mapping[str, bytes]) -> dict[str, bytes]:
+        """Each client uploads in the clear; its pseudonym is its own id (nothing is hidden)."""
+        senders = [p for p in inputs if p not in call.transport.offline]
+        for pid in senders:
+            call.transport.send(
+                Envelope(pid, (call.server,), call.round, call.tag, inputs[pid], stage="plaintext/collect")
+            )
+        got = call.transport.receive_from(call.server, senders, tag=call.tag, round=call.round, stage="plaintext/collect")
+        return {pid: env.payload for pid, env in got.items()}
+
+    def run_reply(self, call: ExchangeCall, outputs: Mapping[str, bytes]) -> dict[str, bytes]:
+        """The server sends each output to the client whose id is the pseudonym."""
+        out: dict[str, bytes] = {}
+        for pid, payload in outputs.items():
+            if pid not in call.parties or pid == call.server:
+                raise ProtocolError(f"{call.tag!r}: reply addressed to {pid!r}, which is not a client")
+            call.transport.send(Envelope(call.server, (pid,), call.round, call.tag, payload, stage="plaintext/reply"))
+            if pid in call.transport.offline:
+                continue
+            (env,) = call.transport.receive(pid, tag=call.tag, round=call.round, stage="plaintext/reply")
+            out[pid] = env.payload
+        return out
+
     @staticmethod
     def plan_mix(server: Party, tag: str, plan: Mapping[str, Mapping[str, float]]) -> None:
         """Acting as the server: forward linear combinations in the next relay of ``tag``.

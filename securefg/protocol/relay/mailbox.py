@@ -1,0 +1,226 @@
+"""The ``mailbox`` mechanism: uploads under pseudonyms through a shuffler, replies sealed back.
+
+For exchanges where the server must read every input *individually* (so a masked sum cannot
+help) but need not know *who* sent it: FedSheafHN's client embeddings and hypernetwork feedback
+(``collect``), and the generated weights going back to each embedding's owner (``reply``).
+
+Each client draws one X25519 **pseudonym key** per transport session (shared by every tag of
+this mechanism, so the rows of a method's per-client state stay aligned across rounds and tags);
+its pseudonym is ``SHA-256(public key)[:8]`` in hex.
+
+``collect`` (client -> shuffler -> server):
+
+1. Client ``i`` seals ``pseudonym_public || frame(payload)`` to the **server**
+   (:mod:`.sealed_box`, bound to session, round, tag) and wraps that box together with its
+   pseudonym in an onion sealed to the **shuffler**; it sends the onion to the shuffler.
+2. The shuffler peels the outer layer, records ``pseudonym -> client`` (refusing a pseudonym
+   claimed by two clients), CSPRNG-shuffles the inner boxes and hands the batch to the server.
+3. The server opens each box: it learns every payload under its pseudonym and the pseudonym's
+   public key, in random order, from one envelope sent by the shuffler.
+
+``reply`` (server -> shuffler -> pseudonym owner): the server seals each output to its
+pseudonym's public key, addressed by pseudonym; the shuffler forwards each box to the client it
+recorded for that pseudonym; the client opens it with its pseudonym key.
+
+Protects against:
+
+* **The server linking an input or reply to a network identity**: it only ever talks to the
+  shuffler; the inner boxes carry no sender identity (ephemeral keys) and arrive shuffled.
+* **The shuffler reading anything**: it sees sealed boxes only (``Form.SEALED``).
+* **Other clients**: no client receives another's upload or reply.
+* Tampering, replay across rounds or tags, redirection: the boxes open only under their
+  binding (:class:`~securefg.errors.AuthenticationError`); drops and duplicates are detected
+  by count (:class:`~securefg.errors.ProtocolError`).
+
+Does not protect against:
+
+* **The content**: the server reads every payload. Pseudonyms are stable over the session, so
+  it links one client's inputs across rounds and tags (what a per-client hypernetwork needs);
+  content that identifies its sender (e.g. a distinctive embedding) links it anyway. Add a
+  ``dp_gaussian`` transform in ``mode = "local"`` to noise what the server reads.
+* A **colluding server and shuffler**: together they hold the pseudonym -> client map.
+* Traffic analysis of who takes part; denial of service (detected, not prevented).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from securefg.errors import ConfigError, ProtocolError
+from securefg.federation.envelope import Envelope, Form
+from securefg.federation.party import SHUFFLER, is_client
+from securefg.protocol.mechanism import ExchangeCall, ExchangeKind, Mechanism, register_mechanism
+from securefg.protocol.relay import sealing_directory
+from securefg.protocol.relay.blob_list import pack_blobs, unpack_blobs
+from securefg.protocol.relay.constants import item_binding
+from securefg.protocol.relay.padding import frame, padding_problems, unframe
+from securefg.protocol.relay.sealed_box import PUBLIC_KEY_BYTES, SealingKey, seal
+from securefg.protocol.relay.shuffle import secure_shuffle
+
+#: State namespace of the pseudonym keys (per party, per transport session).
+NAMESPACE = "pseudonym"
+
+
+class MailboxStage:
+    """Envelope ``stage`` values of the ``mailbox`` mechanism."""
+
+    UPLOAD = "mailbox/upload"
+    MIX = "mailbox/mix"
+    REPLY = "mailbox/reply"
+    DELIVER = "mailbox/deliver"
+
+
+def pseudonym_of(public_key: bytes) -> str:
+    """The pseudonym of a pseudonym public key: ``SHA-256(key)[:8]`` in hex."""
+    return hashlib.sha256(public_key).hexdigest()[:16]
+
+
+def pseudonym_key(call: ExchangeCall, pid: str) -> SealingKey:
+    """Acting as client ``pid``: its pseudonym key for this session (drawn on first use)."""
+    state = call.state_of(pid, NAMESPACE)
+    key = state.get(call.transport.session.hex())
+    if key is None:
+        key = state[call.transport.session.hex()] = SealingKey()
+    assert isinstance(key, SealingKey)
+    return key
+
+
+@register_mechanism
+class Mailbox(Mechanism):
+    """Pseudonymous uploads through a ``shuffler`` party; replies sealed to the pseudonym.
+
+    Args:
+        padding (str | int): ``"pow2"``, ``"none"`` or a block size for every sealed payload.
+            (default: ``"pow2"``)
+    """
+
+    name = "mailbox"
+    exchanges = frozenset({ExchangeKind.COLLECT, ExchangeKind.REPLY})
+    defaults: ClassVar[Mapping[str, Any]] = {"padding": "pow2"}
+    protects = "pseudonymous: the server reads each input but cannot tell which client sent it"
+    reveals_individual_inputs = True
+
+    @classmethod
+    def validate_params(cls, params: Mapping[str, Any]) -> list[str]:
+        """Unknown keys and an unknown ``padding``."""
+        merged = {**cls.defaults, **params}
+        return super().validate_params(params) + padding_problems(merged["padding"])
+
+    def _require_shuffler(self, call: ExchangeCall) -> None:
+        if SHUFFLER not in call.parties:
+            raise ConfigError(
+                f"mailbox for {call.tag!r} needs a {SHUFFLER!r} party; the method must list it in "
+                "extra_parties (or bind the tag to plaintext)"
+            )
+
+    # ----------------------------------------------------------------------------- collect
+    def run_collect(self, call: ExchangeCall, inputs: Mapping[str, bytes]) -> dict[str, bytes]:
+        """Clients -> shuffler (onions) -> server (shuffled inner boxes); ``{pseudonym: payload}``."""
+        self._require_shuffler(call)
+        senders = sorted(p for p in inputs if p not in call.transport.offline)
+        sealing_directory.ensure(call, holders=senders, owners=[call.server, SHUFFLER])
+        for s in senders:
+            nym_pub = pseudonym_key(call, s).public_bytes
+            inner = seal(
+                sealing_directory.peer_public(call, s, call.server),
+                pack_blobs([nym_pub, frame(inputs[s], self.params["padding"])]),
+                context=item_binding(call, call.server, b"mailbox/collect"),
+            )
+            onion = seal(
+                sealing_directory.peer_public(call, s, SHUFFLER),
+                pack_blobs([pseudonym_of(nym_pub).encode(), inner]),
+                context=item_binding(call, SHUFFLER, b"mailbox/onion"),
+            )
+            call.transport.send(
+                Envelope(s, (SHUFFLER,), call.round, call.tag, onion, stage=MailboxStage.UPLOAD, form=Form.SEALED)
+            )
+
+        # --- shuffler: peel, remember pseudonym -> client, shuffle, hand over
+        got = call.transport.receive_from(SHUFFLER, senders, tag=call.tag, round=call.round, stage=MailboxStage.UPLOAD)
+        key = sealing_directory.own_key(call, SHUFFLER)
+        routes: dict[str, str] = call.state_of(SHUFFLER, self.name).setdefault("routes", {})
+        batch: list[bytes] = []
+        for s in sorted(got):
+            fields = unpack_blobs(key.open(got[s].payload, context=item_binding(call, SHUFFLER, b"mailbox/onion")),
+                                  max_count=2)
+            if len(fields) != 2:
+                raise ProtocolError(f"{s}'s onion for {call.tag!r} must hold a pseudonym and a sealed item")
+            nym = fields[0].decode("utf-8", errors="replace")
+            if routes.setdefault(nym, s) != s:
+                raise ProtocolError(f"pseudonym {nym} for {call.tag!r} is claimed by {s} and {routes[nym]}")
+            batch.append(fields[1])
+        call.transport.send(
+            Envelope(SHUFFLER, (call.server,), call.round, call.tag, pack_blobs(secure_shuffle(batch)),
+                     stage=MailboxStage.MIX, form=Form.SEALED)
+        )
+
+        # --- server: open every box, learn payloads under pseudonyms
+        (env,) = call.transport.receive_from(
+            call.server, [SHUFFLER], tag=call.tag, round=call.round, stage=MailboxStage.MIX
+        ).values()
+        own = sealing_directory.own_key(call, call.server)
+        known: dict[str, bytes] = call.state_of(call.server, self.name).setdefault("keys", {})
+        out: dict[str, bytes] = {}
+        for box in unpack_blobs(env.payload, max_count=len(senders)):
+            fields = unpack_blobs(own.open(box, context=item_binding(call, call.server, b"mailbox/collect")),
+                                  max_count=2)
+            if len(fields) != 2 or len(fields[0]) != PUBLIC_KEY_BYTES:
+                raise ProtocolError(f"an item of {call.tag!r} must hold a pseudonym key and a payload")
+            nym = pseudonym_of(fields[0])
+            if nym in out:
+                raise ProtocolError(f"pseudonym {nym} sent two items for {call.tag!r}")
+            known[nym] = fields[0]
+            out[nym] = unframe(fields[1])
+        if len(out) != len(senders):
+            raise ProtocolError(f"server got {len(out)} items for {call.tag!r}, expected {len(senders)}")
+        return out
+
+    # ------------------------------------------------------------------------------- reply
+    def run_reply(self, call: ExchangeCall, outputs: Mapping[str, bytes]) -> dict[str, bytes]:
+        """Server -> shuffler -> owner: each output sealed to its pseudonym's key."""
+        self._require_shuffler(call)
+        known: dict[str, bytes] = call.state_of(call.server, self.name).get("keys", {})
+        unknown = sorted(set(outputs) - set(known))
+        if unknown:
+            raise ProtocolError(f"{call.tag!r}: reply to pseudonyms {unknown} the server never collected from")
+        blobs: list[bytes] = []
+        for nym in sorted(outputs):
+            box = seal(known[nym], frame(outputs[nym], self.params["padding"]),
+                       context=item_binding(call, nym, b"mailbox/reply"))
+            blobs += [nym.encode(), box]
+        call.transport.send(
+            Envelope(call.server, (SHUFFLER,), call.round, call.tag, pack_blobs(blobs),
+                     stage=MailboxStage.REPLY, form=Form.SEALED)
+        )
+
+        # --- shuffler: route each box to the client that owns the pseudonym
+        (env,) = call.transport.receive_from(
+            SHUFFLER, [call.server], tag=call.tag, round=call.round, stage=MailboxStage.REPLY
+        ).values()
+        routes: dict[str, str] = call.state_of(SHUFFLER, self.name).get("routes", {})
+        fields = unpack_blobs(env.payload, max_count=2 * len(routes))
+        owners: list[str] = []
+        for nym_b, box in zip(fields[0::2], fields[1::2]):
+            nym = nym_b.decode("utf-8", errors="replace")
+            owner = routes.get(nym)
+            if owner is None or not is_client(owner):
+                raise ProtocolError(f"shuffler holds no client for pseudonym {nym} ({call.tag!r})")
+            call.transport.send(
+                Envelope(SHUFFLER, (owner,), call.round, call.tag, box, stage=MailboxStage.DELIVER, form=Form.SEALED)
+            )
+            owners.append(owner)
+
+        # --- each owner opens its box with its pseudonym key
+        out: dict[str, bytes] = {}
+        for owner in owners:
+            if owner in call.transport.offline:
+                continue
+            (got,) = call.transport.receive_from(
+                owner, [SHUFFLER], tag=call.tag, round=call.round, stage=MailboxStage.DELIVER
+            ).values()
+            key = pseudonym_key(call, owner)
+            out[owner] = unframe(key.open(got.payload, context=item_binding(call, pseudonym_of(key.public_bytes),
+                                                                            b"mailbox/reply")))
+        return out
