@@ -80,7 +80,7 @@ def test_under_mailbox_the_server_talks_only_to_the_shuffler_and_sees_no_client_
 
 
 def test_generated_weights_reach_only_their_client() -> None:
-    method, fed, _ = _run("fedsheafhn_secure", rounds=1, keep=True)
+    _, fed, _ = _run("fedsheafhn_secure", rounds=1, keep=True)
     deliveries = [r for r in fed.transcript if r.tag == TAG_WEIGHTS and r.stage == "mailbox/deliver"]
     assert sorted(r.receiver for r in deliveries) == sorted(fed.client_ids)  # one box per client, nobody else
     # each box opens only with its owner's pseudonym key: another client's key fails
@@ -114,7 +114,7 @@ def test_reply_delivers_each_output_to_the_owner_of_its_pseudonym() -> None:
 
 
 def test_under_dp_the_server_never_holds_a_raw_embedding() -> None:
-    method, fed, _ = _run("fedsheafhn_dp", rounds=2, refresh_every=1)
+    _, fed, _ = _run("fedsheafhn_dp", rounds=2, refresh_every=1)
     raw = torch.stack(list(_raw_embeddings(fed).values())).float()  # the clients' last (refreshed) embeddings
     held = fed.server.state["sheafhn"].x0
     dist = torch.cdist(held, raw)
@@ -172,7 +172,9 @@ def test_pfedhn_sign_moves_generated_weights_towards_the_fine_tuned_ones() -> No
         targets = {cid: {n: t + 0.05 for n, t in before[cid].items()} for cid in fed.client_ids}
         server.update({cid: {n: targets[cid][n] - before[cid][n] for n in before[cid]} for cid in fed.client_ids})
         after = server.generate()
-        gap = lambda g: sum(float((g[c][n] - targets[c][n]).norm()) for c in g for n in g[c])  # noqa: E731
+        def gap(g, targets=targets):
+            return sum(float((g[c][n] - targets[c][n]).norm()) for c in g for n in g[c])
+
         gaps[sign] = (gap(before), gap(after))
     assert gaps["pfedhn"][1] < gaps["pfedhn"][0]
     assert gaps["paper"][1] > gaps["paper"][0]

@@ -37,7 +37,12 @@ from securefg.federation.federation import Federation
 from securefg.federation.party import Party
 from securefg.methods.base import Method, MethodConfig, Task, register_method
 from securefg.methods.fedavg import measure_clients, summarize_task
-from securefg.methods.fedsheafhn.client import GENERATED_PREFIXES, client_embedding, fine_tune, generated_shapes
+from securefg.methods.fedsheafhn.client import (
+    GENERATED_PREFIXES,
+    client_embedding,
+    fine_tune,
+    generated_shapes,
+)
 from securefg.methods.fedsheafhn.server import FEEDBACK_SIGNS, SheafHNServer
 from securefg.methods.tasks import NodeTask
 from securefg.methods.training import TrainConfig, evaluate_node, train_node_epochs
