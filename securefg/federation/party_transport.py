@@ -19,6 +19,7 @@ from securefg.errors import AuthenticationError, ProtocolError
 from securefg.federation.channel import ChannelEndpoint, ChannelIdentity, WireHeader
 from securefg.federation.envelope import Envelope
 from securefg.federation.transcript import Transcript
+from securefg.federation.transport import drain_matching
 
 
 class PartyTransport:
@@ -103,25 +104,7 @@ class PartyTransport:
         """Open and return every queued envelope matching the filters (others stay queued)."""
         if pid != self.pid:
             raise ProtocolError(f"{self.pid!r} cannot read {pid!r}'s envelopes")
-        kept: deque[bytes] = deque()
-        out: list[Envelope] = []
-        while self._inbox:
-            wire = self._inbox.popleft()
-            header, _ = WireHeader.decode(wire)
-            if (
-                (tag is not None and header.tag != tag)
-                or (round is not None and header.round != round)
-                or (stage is not None and header.stage != stage)
-            ):
-                kept.append(wire)
-                continue
-            try:
-                out.append(self._endpoint.open(wire))
-            except AuthenticationError:
-                self._inbox.extendleft(reversed(kept))
-                raise
-        self._inbox.extendleft(reversed(kept))
-        return out
+        return drain_matching(self._inbox, self._endpoint, tag=tag, round=round, stage=stage)
 
     def receive_from(
         self, pid: str, senders: Iterable[str], *, tag: str, round: int, stage: str | None = None

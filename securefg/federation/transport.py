@@ -106,27 +106,7 @@ class InProcessTransport:
 
         Envelopes that do not match stay queued. Authentication and replay failures raise.
         """
-        queue = self._queues[pid]
-        endpoint = self._endpoints[pid]
-        kept: deque[bytes] = deque()
-        out: list[Envelope] = []
-        while queue:
-            wire = queue.popleft()
-            header, _ = WireHeader.decode(wire)
-            if (
-                (tag is not None and header.tag != tag)
-                or (round is not None and header.round != round)
-                or (stage is not None and header.stage != stage)
-            ):
-                kept.append(wire)
-                continue
-            try:
-                out.append(endpoint.open(wire))
-            except AuthenticationError:
-                queue.extendleft(reversed(kept))
-                raise
-        queue.extendleft(reversed(kept))
-        return out
+        return drain_matching(self._queues[pid], self._endpoints[pid], tag=tag, round=round, stage=stage)
 
     def receive_from(
         self, pid: str, senders: Iterable[str], *, tag: str, round: int, stage: str | None = None
@@ -149,3 +129,33 @@ class InProcessTransport:
 
     def pending(self, pid: str) -> int:
         return len(self._queues[pid])
+
+
+def drain_matching(
+    queue: deque[bytes], endpoint: ChannelEndpoint, *, tag: str | None, round: int | None, stage: str | None
+) -> list[Envelope]:
+    """Open every queued envelope whose header matches the filters; the rest stay queued in order.
+
+    Shared by every transport (in-process, one party's end over Flower) so that filtering and the
+    all-or-nothing behaviour on an authentication failure cannot drift apart: on a failure the
+    skipped envelopes go back to the front of the queue and the error propagates.
+    """
+    kept: deque[bytes] = deque()
+    out: list[Envelope] = []
+    while queue:
+        wire = queue.popleft()
+        header, _ = WireHeader.decode(wire)
+        if (
+            (tag is not None and header.tag != tag)
+            or (round is not None and header.round != round)
+            or (stage is not None and header.stage != stage)
+        ):
+            kept.append(wire)
+            continue
+        try:
+            out.append(endpoint.open(wire))
+        except AuthenticationError:
+            queue.extendleft(reversed(kept))
+            raise
+    queue.extendleft(reversed(kept))
+    return out
