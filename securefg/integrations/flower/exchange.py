@@ -10,8 +10,12 @@ sealed envelopes carried by :class:`~securefg.integrations.flower.runtime.Server
   (weighting, client transforms such as DP clipping/noise, the weight appended) and keeps it
   until the server runs the mechanism. ``secure_sum`` runs its own server and client stage
   machines (``protocol/secure_sum/server`` and ``client``), one Flower step per stage;
-  ``plaintext`` is one upload step. The server then applies the server transforms and the
-  mean, as in process, so both backends compute the same numbers.
+  ``ckks`` runs :func:`securefg.integrations.flower.ckks.sum_server` (upload, then the key
+  holder decrypts the sum); ``plaintext`` is one upload step. The server then applies the
+  server transforms and the mean, as in process, so both backends compute the same numbers.
+
+``similarity`` and ``relay`` under CKKS are in :mod:`securefg.integrations.flower.ckks`; a
+:class:`ClientExchange` carries their client (and key-holder) halves too.
 """
 
 from __future__ import annotations
@@ -26,8 +30,12 @@ from securefg.federation.codec import TensorSpec, decode_tensor, decode_tensors,
 from securefg.federation.envelope import Envelope
 from securefg.federation.flatten import Layout, flatten, unflatten
 from securefg.federation.party import SERVER, Party
+from securefg.integrations.flower.calls import party_call, stand_ins
+from securefg.integrations.flower.ckks import NodeCKKS, sum_server
 from securefg.integrations.flower.records import Step
 from securefg.integrations.flower.runtime import ClientRuntime, ServerRuntime
+from securefg.protocol.ckks.ckks_mechanism import CKKS
+from securefg.protocol.ckks.constants import Stage as CKKSStage
 from securefg.protocol.mechanism import ExchangeCall, ExchangeKind
 from securefg.protocol.secure_sum import server as ss_server
 from securefg.protocol.secure_sum.client import AdvertiseKeys, ClientStage
@@ -40,7 +48,7 @@ from securefg.protocol.stack import ProtocolStack, Resolved
 
 ACTION_AGGREGATE = "aggregate"
 PLAINTEXT_UPLOAD = "plaintext/upload"
-SUPPORTED = ("plaintext", "secure_sum")
+SUPPORTED = ("plaintext", "secure_sum", "ckks")
 
 
 def _resolve(stack: ProtocolStack, tag: str, kind: ExchangeKind) -> Resolved:
@@ -53,16 +61,9 @@ def _resolve(stack: ProtocolStack, tag: str, kind: ExchangeKind) -> Resolved:
     return res
 
 
-def _parties(own: Party, clients: Sequence[str]) -> dict[str, Party]:
-    """``own`` plus an empty stand-in per other party of the run: transforms count the clients
-    (distributed DP divides the noise among them) but only ever touch ``own``'s state."""
-    return {**{pid: Party(pid) for pid in clients}, own.pid: own}
-
-
-def _call(transport: object, parties: Mapping[str, object], round: int, tag: str, res: Resolved,
+def _call(transport: object, parties: Mapping[str, Party], round: int, tag: str, res: Resolved,
           rng: torch.Generator | None) -> ExchangeCall:
-    return ExchangeCall(transport=transport, parties=parties, round=round, tag=tag,  # type: ignore[arg-type]
-                        params=res.mechanism.params, server=SERVER, rng=rng, kind=ExchangeKind.AGGREGATE)
+    return party_call(transport, parties, round=round, tag=tag, res=res, kind=ExchangeKind.AGGREGATE, rng=rng)
 
 
 # ====================================================================== server half
@@ -90,6 +91,9 @@ def aggregate(rt: ServerRuntime, stack: ProtocolStack, tag: str, *, round: int, 
     clients = [c for c in clients if c not in rt.dropped]
     if isinstance(res.mechanism, SecureSum):
         total, contributors = _secure_sum_server(rt, res.mechanism, tag, round, clients, length)
+    elif isinstance(res.mechanism, CKKS):
+        total, contributors = sum_server(rt, res, tag=tag, round=round, clients=clients, length=length,
+                                         action=ACTION_AGGREGATE)
     else:
         rt.step(clients, action=ACTION_AGGREGATE, round=round, tag=tag, stage=PLAINTEXT_UPLOAD)
         got = rt.transport.receive_from(SERVER, clients, tag=tag, round=round, stage=PLAINTEXT_UPLOAD)
@@ -103,7 +107,7 @@ def aggregate(rt: ServerRuntime, stack: ProtocolStack, tag: str, *, round: int, 
 
 def _finish(rt: ServerRuntime, res: Resolved, tag: str, round: int, total_all: torch.Tensor,
             contributors: tuple[str, ...], layout: Layout, mean: bool) -> dict[str, torch.Tensor]:
-    call = _call(rt.transport, _parties(rt.party, sorted(rt.nodes)), round, tag, res, None)
+    call = _call(rt.transport, stand_ins(rt.party, rt.parties), round, tag, res, None)
     total, wsum = total_all[: layout.size], float(total_all[-1])
     for t in res.transforms:
         total = t.server(call, total, contributors)
@@ -149,13 +153,18 @@ class ClientExchange:
         seed (int): Seed of this party's non-cryptographic randomness (transforms).
         clients (Sequence[str]): Every client id of the run (public; transforms count them).
             (default: none)
+        helpers (Sequence[str]): The run's other non-server parties, e.g. ``keyholder``.
+            (default: none)
     """
 
-    def __init__(self, rt: ClientRuntime, stack: ProtocolStack, *, seed: int, clients: Sequence[str] = ()) -> None:
+    def __init__(self, rt: ClientRuntime, stack: ProtocolStack, *, seed: int, clients: Sequence[str] = (),
+                 helpers: Sequence[str] = ()) -> None:
         self.rt, self.stack, self.clients = rt, stack, tuple(clients)
+        self.parties = stand_ins(rt.party, (*clients, *helpers))
         self.rng = torch.Generator().manual_seed(seed)
         self.pending: dict[tuple[str, int], np.ndarray] = {}
         self.calls: dict[tuple[str, int], ClientStage] = {}
+        self.ckks = NodeCKKS(rt, stack, (*clients, *helpers))
         rt.on(ACTION_AGGREGATE, self._on_aggregate)
 
     def receive_broadcast(self, tag: str, round: int, like: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -173,7 +182,7 @@ class ClientExchange:
         if not w >= 0:
             raise InvalidInputError(f"{tag!r}: weight of {self.rt.party.pid} must be >= 0, got {w}")
         v = vec * w
-        call = _call(self.rt.transport, _parties(self.rt.party, self.clients), round, tag, res, self.rng)
+        call = _call(self.rt.transport, self.parties, round, tag, res, self.rng)
         for t in res.transforms:
             v = t.client(call, self.rt.party.pid, v)
         full = torch.cat([v, torch.tensor([w], dtype=torch.float64)])
@@ -187,6 +196,11 @@ class ClientExchange:
         if step.stage == PLAINTEXT_UPLOAD:
             vec = torch.from_numpy(self.pending.pop(key))
             self.rt.transport.send(Envelope(pid, (SERVER,), step.round, step.tag, encode_tensor(vec), stage=PLAINTEXT_UPLOAD))
+            return
+        if isinstance(res.mechanism, CKKS):
+            if step.stage != CKKSStage.UPLOAD:
+                raise UnexpectedMessageError(f"{pid} got stage {step.stage!r} for CKKS tag {step.tag!r}")
+            self.ckks.upload_sum_input(step.tag, step.round, torch.from_numpy(self.pending.pop(key)))
             return
         assert isinstance(res.mechanism, SecureSum)
         stage = Stage(step.stage)

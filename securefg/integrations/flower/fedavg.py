@@ -10,16 +10,20 @@ same model on both backends. Both halves call the method's own code; only the dr
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from securefg.errors import ConfigError
+from securefg.federation.federation import Federation
 from securefg.federation.party import Party, client_index
 from securefg.integrations.flower.exchange import ClientExchange, aggregate, broadcast
+from securefg.integrations.flower.program import OutFile, PartyProgram
 from securefg.integrations.flower.records import Step
 from securefg.integrations.flower.runtime import ClientRuntime, ServerRuntime
+from securefg.methods.base import Method
 from securefg.methods.fedavg import TAG_METRICS, TAG_MODEL, TAG_UPDATE, FedAvg
 from securefg.methods.tasks import NodeTask
 from securefg.methods.training import party_rng, state_of
@@ -88,3 +92,43 @@ def serve_client(rt: ClientRuntime, ex: ClientExchange, method: FedAvg, *, log_p
             fh.write(json.dumps({"round": step.round, "scores": party.state["scores"]}) + "\n")
 
     rt.on(ACTION_TRAIN, on_train)
+
+
+class FedAvgProgram(PartyProgram):
+    """FedAvg / FedProx on node tasks (the functions above)."""
+
+    def supports(self, method: Method) -> bool:
+        return isinstance(method, FedAvg)
+
+    def check(self, method: Method, stack: ProtocolStack) -> None:
+        check_supported(method)
+
+    def setup_server(self, method: Method, stack: ProtocolStack, party: Party) -> None:
+        setup_server(check_supported(method), party)
+
+    def run_server(self, rt: ServerRuntime, method: Method, stack: ProtocolStack, *, rounds: int,
+                   out: OutFile) -> list[dict[str, Any]]:
+        return run_server(rt, check_supported(method), stack, rounds=rounds)  # type: ignore[return-value]
+
+    def setup_client(self, method: Method, stack: ProtocolStack, party: Party) -> None:
+        setup_client(check_supported(method), party)
+
+    def serve_client(self, rt: ClientRuntime, ex: ClientExchange, method: Method, *, out: OutFile) -> None:
+        serve_client(rt, ex, check_supported(method), log_path=out("scores.jsonl"))
+
+    def measure(self, method: Method, fed: Federation, *, rounds: int,
+                out: Callable[[str, str], Path]) -> list[dict[str, Any]]:
+        """Each round's client scores (a client that dropped keeps its last, as in process)."""
+        scores: dict[int, dict[str, dict[str, float]]] = {}
+        for cid in fed.client_ids:
+            path = out(cid, "scores.jsonl")
+            for line in path.read_text().splitlines() if path.exists() else []:
+                rec = json.loads(line)
+                scores.setdefault(int(rec["round"]), {})[cid] = rec["scores"]
+        history = []
+        for r in range(rounds):
+            for cid in fed.client_ids:
+                if cid in scores.get(r, {}):
+                    fed.parties[cid].state["scores"] = scores[r][cid]
+            history.append({"round": r, **method.measure(fed)})
+        return history

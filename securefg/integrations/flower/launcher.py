@@ -38,14 +38,14 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def provision(workdir: Path, cfg: Any, clients: int) -> None:
+def provision(workdir: Path, cfg: Any, clients: int, helpers: tuple[str, ...] = ()) -> None:
     """Write the run configuration, session id, public directory and one key file per party."""
     (workdir / "keys").mkdir(parents=True, exist_ok=True)
     (workdir / "parties").mkdir(parents=True, exist_ok=True)
     (workdir / "config.json").write_text(json.dumps(asdict(cfg), default=str))
     (workdir / "session").write_bytes(os.urandom(16))
     directory = {}
-    for pid in [SERVER, *(client_id(k) for k in range(clients))]:
+    for pid in [SERVER, *(client_id(k) for k in range(clients)), *helpers]:
         ident = ChannelIdentity(pid)
         directory[pid] = ident.public_bytes.hex()
         path = key_file(workdir, pid)
@@ -82,10 +82,12 @@ class FlowerProcesses:
         workdir (Path): The provisioned work folder.
         clients (int): Number of client processes.
         nice (int): ``nice`` increment of the parties. (default: ``0``)
+        helpers (tuple[str, ...]): Helper parties with their own process, e.g. ``("keyholder",)``.
+            (default: none)
     """
 
-    def __init__(self, workdir: Path, clients: int, *, nice: int = 0) -> None:
-        self.workdir, self.clients, self.nice = workdir, clients, nice
+    def __init__(self, workdir: Path, clients: int, *, nice: int = 0, helpers: tuple[str, ...] = ()) -> None:
+        self.workdir, self.clients, self.nice, self.helpers = workdir, clients, nice, helpers
         self.address = f"127.0.0.1:{free_port()}"
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
 
@@ -103,8 +105,8 @@ class FlowerProcesses:
     def start(self) -> None:
         (self.workdir / "logs").mkdir(parents=True, exist_ok=True)
         self._spawn(SERVER, ["--role", "server", "--clients", str(self.clients)])
-        for k in range(self.clients):
-            self._spawn(client_id(k), ["--role", "client", "--index", str(k)])
+        for pid in [*self.helpers, *(client_id(k) for k in range(self.clients))]:
+            self._spawn(pid, ["--role", "node", "--pid", pid])
 
     def kill(self, pid: str) -> None:
         """SIGKILL one party's process (how tests make a client drop out mid-round)."""
@@ -143,17 +145,19 @@ def run_flower_experiment(cfg: Any, *, workdir: Path | None = None, timeout: flo
     require_flwr()
     from securefg.experiment import build_method, build_result, seed_everything, write_result
     from securefg.federation.federation import Federation
-    from securefg.integrations.flower import fedavg
+    from securefg.integrations.flower.program import program_for
 
     t_start = time.perf_counter()
     seed_everything(cfg.seed)
     cfg, method, stack, data_info = build_method(cfg)
-    fedavg.check_supported(method)
+    program = program_for(method)
+    program.check(method, stack)
     n = method.num_clients
+    helpers = tuple(getattr(method, "extra_parties", ()))
     own_tmp = workdir is None
     work = Path(tempfile.mkdtemp(prefix="securefg-flower-")) if workdir is None else Path(workdir)
-    provision(work, replace(cfg, progress=False), n)
-    procs = FlowerProcesses(work, n, nice=nice)
+    provision(work, replace(cfg, progress=False), n, helpers)
+    procs = FlowerProcesses(work, n, nice=nice, helpers=helpers)
     procs.start()
     try:
         if on_start is not None:
@@ -167,25 +171,18 @@ def run_flower_experiment(cfg: Any, *, workdir: Path | None = None, timeout: flo
         raise ProtocolError(f"the Flower server process failed (exit {codes[SERVER]}):\n{procs.log_tail(SERVER)}")
     server = json.loads(server_out.read_text())
 
-    fed = Federation(n, stack, seed=cfg.seed)
+    fed = Federation(n, stack, seed=cfg.seed, extra_parties=helpers)
     merged = work / "transcript.jsonl"
-    merge_transcripts(work, [SERVER, *fed.client_ids], merged)
+    merge_transcripts(work, [SERVER, *fed.client_ids, *helpers], merged)
     load_jsonl(merged, fed.transcript)
-    scores: dict[int, dict[str, dict[str, float]]] = {}
-    for cid in fed.client_ids:
-        path = out_file(work, cid, "scores.jsonl")
-        for line in path.read_text().splitlines() if path.exists() else []:
-            rec = json.loads(line)
-            scores.setdefault(int(rec["round"]), {})[cid] = rec["scores"]
-    history = []
-    for r in range(cfg.rounds):
-        for cid in fed.client_ids:  # a client that dropped keeps its last scores, as in process
-            if cid in scores.get(r, {}):
-                fed.parties[cid].state["scores"] = scores[r][cid]
-        history.append({"round": r, **method.measure(fed)})
+
+    def party_out(pid: str, what: str) -> Path:
+        return out_file(work, pid, what)
+
+    history = program.measure(method, fed, rounds=cfg.rounds, out=party_out)
     result = build_result(cfg, stack, fed, method.summarize(history), history, data_info,
                           wall=time.perf_counter() - t_start, train_seconds=server["train_seconds"],
-                          extra=getattr(method, "report", dict)())
+                          extra=program.report(method, fed, out=party_out))
     result["device"] = str(method.config.device)
     result["backend"] = "flower"
     result["flower"] = {

@@ -23,7 +23,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from securefg.federation.channel import ChannelIdentity
-from securefg.federation.party import SERVER, Party, client_id
+from securefg.federation.party import SERVER, Party, client_id, client_index, is_client
 from securefg.federation.party_transport import PartyTransport
 
 
@@ -40,8 +40,8 @@ def load_transport(workdir: Path, pid: str) -> PartyTransport:
     raw = key_file(workdir, pid).read_bytes()
     identity = ChannelIdentity(pid, X25519PrivateKey.from_private_bytes(raw))
     directory = {k: bytes.fromhex(v) for k, v in json.loads((workdir / "directory.json").read_text()).items()}
-    if pid != SERVER:  # a client talks to the server only
-        directory = {k: v for k, v in directory.items() if k in (SERVER, pid)}
+    if is_client(pid):  # a client talks to the server and the helper parties (keyholder), no peer
+        directory = {k: v for k, v in directory.items() if k == pid or not is_client(k)}
     return PartyTransport(identity, session=(workdir / "session").read_bytes(), directory=directory)
 
 
@@ -62,36 +62,45 @@ def load_config(workdir: Path) -> Any:
     return RunConfig(**raw)
 
 
+def _run_parts(cfg: Any) -> tuple[Any, Any, Any, Any]:
+    """The run's configuration, method, stack and Flower program, as every party builds them."""
+    from securefg.experiment import build_method, seed_everything
+    from securefg.integrations.flower.program import program_for
+
+    seed_everything(cfg.seed)
+    cfg, method, stack, _ = build_method(cfg)
+    program = program_for(method)
+    program.check(method, stack)
+    return cfg, method, stack, program
+
+
 def run_server(workdir: Path, address: str, clients: int, connect_timeout: float) -> None:
     from flwr.common import ReconnectIns
     from flwr.server.client_manager import SimpleClientManager
     from flwr.server.server import reconnect_clients
     from flwr.server.superlink.fleet.grpc_bidi.grpc_server import start_grpc_server
 
-    from securefg.experiment import build_method, seed_everything
-    from securefg.integrations.flower import fedavg
     from securefg.integrations.flower.grid import BidiGrid
     from securefg.integrations.flower.runtime import ServerRuntime
 
-    cfg = load_config(workdir)
-    seed_everything(cfg.seed)
-    cfg, method, stack, _ = build_method(cfg)
-    fedavg.check_supported(method)
+    cfg, method, stack, program = _run_parts(load_config(workdir))
     method.task = _only_own_data(method.task, -1)  # the server holds no client's data
+    helpers = tuple(getattr(method, "extra_parties", ()))
     transport = load_transport(workdir, SERVER)
     party = Party(SERVER)
-    fedavg.setup_server(method, party)
+    program.setup_server(method, stack, party)
     cm = SimpleClientManager()
     server = start_grpc_server(client_manager=cm, server_address=address)
     (workdir / "parties" / "server.ready").write_text(address)
     try:
-        if not cm.wait_for(clients, timeout=int(connect_timeout)):
-            raise TimeoutError(f"only {cm.num_available()} of {clients} clients connected in {connect_timeout}s")
+        nodes = clients + len(helpers)
+        if not cm.wait_for(nodes, timeout=int(connect_timeout)):
+            raise TimeoutError(f"only {cm.num_available()} of {nodes} parties connected in {connect_timeout}s")
         grid = BidiGrid(cm)
         rt = ServerRuntime(grid, transport, party)
-        rt.connect(client_id(k) for k in range(clients))
+        rt.connect([*(client_id(k) for k in range(clients)), *helpers])
         t0 = time.perf_counter()
-        view = fedavg.run_server(rt, method, stack, rounds=cfg.rounds)
+        view = program.run_server(rt, method, stack, rounds=cfg.rounds, out=lambda what: out_file(workdir, SERVER, what))
         train_seconds = time.perf_counter() - t0
         save_transcript(workdir, transport)
         out_file(workdir, SERVER, "json").write_text(json.dumps({
@@ -106,30 +115,30 @@ def run_server(workdir: Path, address: str, clients: int, connect_timeout: float
         server.stop(grace=1)
 
 
-def run_client(workdir: Path, address: str, index: int) -> None:
+def run_node(workdir: Path, address: str, pid: str) -> None:
+    """A client, or a helper party such as the ``keyholder`` (which runs mechanisms only)."""
     from flwr.clientapp import ClientApp
     from flwr.compat.client.app import start_client_internal
 
-    from securefg.experiment import build_method, seed_everything
-    from securefg.integrations.flower import fedavg
     from securefg.integrations.flower.exchange import ClientExchange
     from securefg.integrations.flower.grid import TunnelClient
     from securefg.integrations.flower.runtime import ClientRuntime
     from securefg.methods.training import party_seed
 
-    pid = client_id(index)
-    cfg = load_config(workdir)
-    seed_everything(cfg.seed)
-    cfg, method, stack, _ = build_method(cfg)
-    fedavg.check_supported(method)
+    cfg, method, stack, program = _run_parts(load_config(workdir))
+    helpers = tuple(getattr(method, "extra_parties", ()))
+    if not is_client(pid) and pid not in helpers:
+        raise ValueError(f"{pid!r} is neither a client nor a helper party of {method.name!r} (helpers: {list(helpers)})")
     party = Party(pid)
-    fedavg.setup_client(method, party)
-    method.task = _only_own_data(method.task, index)  # the other partitions leave this process's reach
+    if is_client(pid):
+        program.setup_client(method, stack, party)
+    method.task = _only_own_data(method.task, client_index(pid) if is_client(pid) else -1)  # the others' data leaves
     transport = load_transport(workdir, pid)
     rt = ClientRuntime(transport, party, trace=out_file(workdir, pid, "steps"))
     ex = ClientExchange(rt, stack, seed=party_seed(cfg.seed, pid, -1),
-                        clients=[client_id(k) for k in range(method.num_clients)])
-    fedavg.serve_client(rt, ex, method, log_path=out_file(workdir, pid, "scores.jsonl"))
+                        clients=[client_id(k) for k in range(method.num_clients)], helpers=helpers)
+    if is_client(pid):
+        program.serve_client(rt, ex, method, out=lambda what: out_file(workdir, pid, what))
     app = ClientApp(client_fn=lambda context: TunnelClient(rt.app, context).to_client())
     ready = workdir / "parties" / "server.ready"
     while not ready.exists():
@@ -145,28 +154,33 @@ def _only_own_data(task: Any, index: int) -> Any:
     """The task with every other client's partition dropped (each site holds only its own)."""
     from dataclasses import replace
 
-    from securefg.methods.tasks import NodeTask
+    from securefg.methods.tasks import GraphTask, NodeTask
 
     if isinstance(task, NodeTask):
         return replace(task, clients=[c if k == index else None for k, c in enumerate(task.clients)],
                        full_graph=None)
+    if isinstance(task, GraphTask):
+        def own(parts: list[Any]) -> list[Any]:
+            return [p if k == index else [] for k, p in enumerate(parts)]
+
+        return replace(task, train=own(task.train), val=own(task.val), test=own(task.test), global_test=[])
     return task
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--role", choices=("server", "client"), required=True)
+    p.add_argument("--role", choices=("server", "node"), required=True)
     p.add_argument("--workdir", type=Path, required=True)
     p.add_argument("--address", required=True)
     p.add_argument("--clients", type=int, default=0)
-    p.add_argument("--index", type=int, default=-1)
+    p.add_argument("--pid", default="", help="the node's party id (client/<k> or a helper such as keyholder)")
     p.add_argument("--connect-timeout", type=float, default=300.0)
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     if a.role == "server":
         run_server(a.workdir, a.address, a.clients, a.connect_timeout)
     else:
-        run_client(a.workdir, a.address, a.index)
+        run_node(a.workdir, a.address, a.pid)
     return 0
 
 

@@ -6,6 +6,11 @@ the reply wires to the server's transport. A client that does not answer (its pr
 its stream closed, its ``ClientApp`` raised) is recorded as dropped and asked nothing more;
 the mechanisms already treat a missing reply as a dropout.
 
+Flower's topology is a star, so envelopes between two non-server parties (a client and the
+``keyholder``, say) ride through the server: a reply wire addressed to another party is held
+in :attr:`ServerRuntime.forward` and goes out with that party's next step. The server cannot
+open it (it is sealed to its receiver) and does not record it (its sender already did).
+
 The client side is a Flower ``ClientApp`` with one handler on the custom action
 ``query.securefg``: it delivers the request's wires to the client's transport, runs the
 handler registered for the step's ``action``, and replies with the wires its transport filed
@@ -25,7 +30,8 @@ from flwr.clientapp.typing import Mod
 from flwr.serverapp.grid import Grid
 
 from securefg.errors import CodecError, ProtocolError
-from securefg.federation.party import SERVER, Party
+from securefg.federation.channel import WireHeader
+from securefg.federation.party import SERVER, Party, is_client
 from securefg.federation.party_transport import PartyTransport
 from securefg.integrations.flower.records import MESSAGE_TYPE, Step
 
@@ -48,6 +54,7 @@ class ServerRuntime:
     nodes: dict[str, int] = field(default_factory=dict)
     dropped: dict[str, str] = field(default_factory=dict)
     framing_bytes: int = 0
+    forward: dict[str, list[bytes]] = field(default_factory=dict)
 
     def connect(self, expected: Iterable[str]) -> None:
         """Map Flower node ids to party ids: every connected node names itself in ``hello``."""
@@ -68,7 +75,12 @@ class ServerRuntime:
     @property
     def live(self) -> list[str]:
         """Connected clients that have not dropped."""
-        return sorted(p for p in self.nodes if p not in self.dropped)
+        return sorted(p for p in self.nodes if p not in self.dropped and is_client(p))
+
+    @property
+    def parties(self) -> list[str]:
+        """Every connected party: clients and helpers (``keyholder``), dropped or not."""
+        return sorted(self.nodes)
 
     def step(
         self, pids: Iterable[str], *, action: str, round: int, tag: str = "", stage: str = "",
@@ -82,8 +94,10 @@ class ServerRuntime:
         for pid in pids:
             if pid in self.dropped:
                 self.transport.take_outbox(pid)
+                self.forward.pop(pid, None)
                 continue
-            req = Step(action, round, tag, stage, tuple(self.transport.take_outbox(pid)), dict(info))
+            wires = (*self.transport.take_outbox(pid), *self.forward.pop(pid, []))
+            req = Step(action, round, tag, stage, wires, dict(info))
             self.framing_bytes += req.framing_bytes()
             msgs.append(Message(req.to_content(), dst_node_id=self.nodes[pid], message_type=MESSAGE_TYPE))
         out: dict[str, Step] = {}
@@ -96,7 +110,7 @@ class ServerRuntime:
                 continue
             try:
                 got = Step.from_content(rep.content)
-                self.transport.deliver(got.wires)
+                self._route(pid, got.wires)
             except (CodecError, ProtocolError) as exc:  # a malformed reply: drop its sender, go on
                 self.dropped.setdefault(pid, f"{action} {tag} {stage} r{round}: malformed reply: {exc}")
                 continue
@@ -104,6 +118,23 @@ class ServerRuntime:
             out[pid] = got
         self.transport.clock = 2 * (seq + 1)  # the server's next sends come after these replies
         return out
+
+    def _route(self, sender: str, wires: Iterable[bytes]) -> None:
+        """Deliver ``sender``'s wires for the server; hold those for other parties (all or none)."""
+        own, onward = [], []
+        for wire in wires:
+            header, _ = WireHeader.decode(wire)
+            if header.sender != sender:
+                raise ProtocolError(f"{sender} replied with a wire it did not send")
+            if header.receiver == SERVER:
+                own.append(wire)
+            elif header.receiver in self.nodes:
+                onward.append((header.receiver, wire))
+            else:
+                raise ProtocolError(f"{sender} sent a wire to unknown party {header.receiver!r}")
+        self.transport.deliver(own)
+        for receiver, wire in onward:
+            self.forward.setdefault(receiver, []).append(wire)
 
 
 Handler = Callable[[Step], Mapping[str, str | int] | None]
@@ -144,8 +175,8 @@ class ClientRuntime:
         seq = step.info.get("seq", 0)
         self.transport.clock = 2 * int(seq) + 1  # replies to step seq: after the server's sends
         info = self.handlers[step.action](step) or {}
-        reply = Step(step.action, step.round, step.tag, step.stage,
-                     tuple(self.transport.take_outbox(SERVER)), dict(info))
+        wires = [w for r in self.transport.outbox_receivers() for w in self.transport.take_outbox(r)]
+        reply = Step(step.action, step.round, step.tag, step.stage, tuple(wires), dict(info))
         if self.trace is not None:  # where this party is (operator's log; nothing secret)
             with self.trace.open("a", encoding="utf-8") as fh:
                 fh.write(f"{step.round} {step.action} {step.tag} {step.stage}\n")

@@ -30,8 +30,14 @@ from securefg.protocol.ckks.constants import Stage
 from securefg.protocol.ckks.encrypted_vector import EncryptedVector
 from securefg.protocol.ckks.key_setup import CKKSKeySetup
 from securefg.protocol.ckks.output_noise import OutputNoise
+from securefg.protocol.ckks.secret_context import SecretContext
 from securefg.protocol.ckks.upload import upload_encrypted
 from securefg.protocol.mechanism import ExchangeCall, SumOutcome
+
+
+def release_sum(secret: SecretContext, payload: bytes, noise: OutputNoise) -> bytes:
+    """Key holder: decrypt the summed ciphertext, flood it, encode what it releases."""
+    return encode_tensor(noise(secret.decrypt(secret.load(payload))))
 
 
 def encrypted_sum(
@@ -62,11 +68,8 @@ def encrypted_sum(
     (req,) = call.transport.receive_from(
         holder, [call.server], tag=call.tag, round=call.round, stage=Stage.DECRYPT_REQUEST
     ).values()
-    secret = keys.secret_of(call, holder)
-    released = noise(secret.decrypt(secret.load(req.payload)))
-    call.transport.send(
-        req.reply(encode_tensor(released), sender=holder, stage=Stage.DECRYPT_RESULT, form=Form.AGGREGATE)
-    )
+    released = release_sum(keys.secret_of(call, holder), req.payload, noise)
+    call.transport.send(req.reply(released, sender=holder, stage=Stage.DECRYPT_RESULT, form=Form.AGGREGATE))
 
     # --- server: read the plaintext sum
     (res,) = call.transport.receive_from(

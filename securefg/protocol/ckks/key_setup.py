@@ -80,6 +80,10 @@ class CKKSKeySetup:
             raise SecretKeyError("the server may only ever hold a PublicContext")
         call.state_of(pid, NAMESPACE).setdefault("keys", {})[self._slot(call, holder)] = ctx
 
+    def held(self, call: ExchangeCall, pid: str) -> Context | None:
+        """The context ``pid`` holds for this call's key session, or ``None`` (acting as ``pid``)."""
+        return self._get(call, pid, self.holder(call))
+
     def context_of(self, call: ExchangeCall, pid: str) -> Context:
         """The context ``pid`` holds (after :meth:`ensure`)."""
         ctx = self._get(call, pid, self.holder(call))
@@ -120,11 +124,7 @@ class CKKSKeySetup:
         decryptors = [p for p in dict.fromkeys(decryptors) if p != holder and p not in offline]
         if call.server in decryptors:
             raise SecretKeyError("the server may never receive the CKKS secret key")
-        secret = self._get(call, holder, holder)
-        if secret is None:
-            secret = SecretContext.generate(self.preset)
-            self._put(call, holder, holder, secret)
-        assert isinstance(secret, SecretContext)
+        secret = self.holder_secret(call, holder)
 
         server_ctx = self._get(call, call.server, holder)
         if server_ctx is None or (galois and not server_ctx.has_galois_keys()):
@@ -146,15 +146,12 @@ class CKKSKeySetup:
     def _send_public(
         self, call: ExchangeCall, holder: str, secret: SecretContext, to: list[str], *, galois: bool
     ) -> None:
-        raw = secret.public_bytes(galois=galois)
-        call.transport.send(
-            Envelope(holder, tuple(to), call.round, call.tag, raw, stage=Stage.PUBLIC_CONTEXT, form=Form.KEYS)
-        )
+        self.send_public(call, holder, secret, to, galois=galois)
         for pid in to:
             (env,) = call.transport.receive_from(
                 pid, [holder], tag=call.tag, round=call.round, stage=Stage.PUBLIC_CONTEXT
             ).values()
-            self._put(call, pid, holder, PublicContext.from_bytes(env.payload, preset=self.preset))
+            self.accept_public(call, pid, holder, env)
 
     def _binding(self, call: ExchangeCall, holder: str, recipient: str) -> bytes:
         return length_prefixed(
@@ -167,6 +164,44 @@ class CKKSKeySetup:
 
     def _send_secret(self, call: ExchangeCall, holder: str, secret: SecretContext, to: list[str]) -> None:
         sealing_directory.ensure(call, holders=[holder], owners=to)
+        self.send_secret(call, holder, secret, to)
+        for pid in to:
+            (env,) = call.transport.receive_from(
+                pid, [holder], tag=call.tag, round=call.round, stage=Stage.SECRET_CONTEXT
+            ).values()
+            self.accept_secret(call, pid, holder, env)
+
+    # ------------------------------------------------- role halves (one party each)
+    # The in-process ``ensure`` runs both ends of each step; a networked backend, where each
+    # party is its own process, runs each end in its owner's process with these.
+    def holder_secret(self, call: ExchangeCall, holder: str) -> SecretContext:
+        """Acting as ``holder``: its secret context for this key session (generated on first use)."""
+        secret = self._get(call, holder, holder)
+        if secret is None:
+            secret = SecretContext.generate(self.preset)
+            self._put(call, holder, holder, secret)
+        if not isinstance(secret, SecretContext):
+            raise SecretKeyError(f"{holder!r} is the key holder but holds only a public context")
+        return secret
+
+    def send_public(
+        self, call: ExchangeCall, holder: str, secret: SecretContext, to: list[str], *, galois: bool
+    ) -> None:
+        """Acting as ``holder``: one ``Form.KEYS`` envelope with the public context for ``to``."""
+        raw = secret.public_bytes(galois=galois)
+        call.transport.send(
+            Envelope(holder, tuple(to), call.round, call.tag, raw, stage=Stage.PUBLIC_CONTEXT, form=Form.KEYS)
+        )
+
+    def accept_public(self, call: ExchangeCall, pid: str, holder: str, env: Envelope) -> None:
+        """Acting as ``pid``: keep the public context ``holder`` sent (a :class:`PublicContext`)."""
+        if env.sender != holder or env.stage != Stage.PUBLIC_CONTEXT:
+            raise MechanismError(f"{pid!r} expected a public context from {holder!r}, got {env.stage!r} from {env.sender!r}")
+        self._put(call, pid, holder, PublicContext.from_bytes(env.payload, preset=self.preset))
+
+    def send_secret(self, call: ExchangeCall, holder: str, secret: SecretContext, to: list[str]) -> None:
+        """Acting as ``holder``: the secret context sealed to each of ``to`` (whose sealing keys
+        ``holder`` already received, :func:`sealing_directory.ensure`)."""
         exported = secret.secret_bytes()
         for pid in to:
             box = seal(
@@ -177,9 +212,10 @@ class CKKSKeySetup:
             call.transport.send(
                 Envelope(holder, (pid,), call.round, call.tag, box, stage=Stage.SECRET_CONTEXT, form=Form.KEYS)
             )
-        for pid in to:
-            (env,) = call.transport.receive_from(
-                pid, [holder], tag=call.tag, round=call.round, stage=Stage.SECRET_CONTEXT
-            ).values()
-            raw = sealing_directory.own_key(call, pid).open(env.payload, context=self._binding(call, holder, pid))
-            self._put(call, pid, holder, SecretContext.from_secret_bytes(raw, preset=self.preset))
+
+    def accept_secret(self, call: ExchangeCall, pid: str, holder: str, env: Envelope) -> None:
+        """Acting as ``pid``: open the secret context ``holder`` sealed to it, and keep it."""
+        if env.sender != holder or env.stage != Stage.SECRET_CONTEXT:
+            raise MechanismError(f"{pid!r} expected a secret context from {holder!r}, got {env.stage!r} from {env.sender!r}")
+        raw = sealing_directory.own_key(call, pid).open(env.payload, context=self._binding(call, holder, pid))
+        self._put(call, pid, holder, SecretContext.from_secret_bytes(raw, preset=self.preset))

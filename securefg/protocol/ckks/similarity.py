@@ -35,9 +35,11 @@ from securefg.errors import InvalidInputError, OverflowRiskError
 from securefg.federation.codec import TensorSpec, decode_tensor, encode_tensor
 from securefg.federation.envelope import Envelope, Form
 from securefg.protocol.ckks.constants import Stage
+from securefg.protocol.ckks.encrypted_vector import EncryptedVector
 from securefg.protocol.ckks.key_setup import CKKSKeySetup
 from securefg.protocol.ckks.output_noise import OutputNoise
 from securefg.protocol.ckks.presets import CKKSPreset
+from securefg.protocol.ckks.secret_context import SecretContext
 from securefg.protocol.ckks.upload import upload_encrypted
 from securefg.protocol.mechanism import ExchangeCall
 from securefg.protocol.relay.blob_list import pack_blobs, unpack_blobs
@@ -51,7 +53,7 @@ def cosine_lift(preset: CKKSPreset) -> float:
     return float(2 ** ((preset.headroom_bits - 4) // 2))
 
 
-def _prepare(x: torch.Tensor, metric: str, preset: CKKSPreset, pid: str) -> torch.Tensor:
+def prepare_input(x: torch.Tensor, metric: str, preset: CKKSPreset, pid: str) -> torch.Tensor:
     """Client-side: what client ``pid`` encrypts."""
     if metric == "cosine":
         norm = float(x.norm())
@@ -66,52 +68,43 @@ def _prepare(x: torch.Tensor, metric: str, preset: CKKSPreset, pid: str) -> torc
     return x
 
 
-def encrypted_similarity(
-    call: ExchangeCall,
-    keys: CKKSKeySetup,
-    inputs: Mapping[str, torch.Tensor],
-    metric: str,
-    noise: OutputNoise,
-) -> dict[tuple[str, str], float]:
-    """Run the five steps above; returns the server's similarity for every ordered pair."""
+def check_metric(metric: str) -> None:
+    """Raise :class:`InvalidInputError` for a metric other than :data:`METRICS`."""
     if metric not in METRICS:
         raise InvalidInputError(f"unknown similarity metric {metric!r}; choices: {list(METRICS)}")
-    preset = keys.preset
-    preset.require_levels(2, what="encrypted similarity (ciphertext product, then a mask)")
-    senders = sorted(p for p in inputs if p not in call.transport.offline)
-    holder = keys.ensure(call, encryptors=senders, decryptors=(), galois=True)
-    lift2 = cosine_lift(preset) ** 2 if metric == "cosine" else 1.0
 
-    prepared = {p: _prepare(inputs[p], metric, preset, p) for p in senders}  # each as its owner
-    uploads = dict(upload_encrypted(call, keys, prepared))
 
-    # --- server: all pairwise products, masked, in a secret random order
+def lift_squared(metric: str, preset: CKKSPreset) -> float:
+    """What the key holder divides decrypted products by (``c^2`` for cosine, 1 for dot)."""
+    return cosine_lift(preset) ** 2 if metric == "cosine" else 1.0
+
+
+def pair_products(
+    uploads: Mapping[str, EncryptedVector], senders: list[str]
+) -> tuple[list[tuple[str, str]], list[int], bytes]:
+    """Server-side: every unordered pair's masked product, in a CSPRNG order, as one payload.
+
+    Returns:
+        (the pairs, the permutation, the packed ciphertexts in permuted order).
+    """
     pairs = [(a, b) for i, a in enumerate(senders) for b in senders[i:]]
     perm = secure_permutation(len(pairs))
     request = [uploads[pairs[k][0]].dot(uploads[pairs[k][1]]).to_bytes() for k in perm]
-    call.transport.send(
-        Envelope(
-            call.server, (holder,), call.round, call.tag, pack_blobs(request),
-            stage=Stage.SIMILARITY_REQUEST, form=Form.CIPHERTEXT,
-        )
-    )
+    return pairs, perm, pack_blobs(request)
 
-    # --- key holder: decrypt scalars, undo the public lift, flood, release
-    (req,) = call.transport.receive_from(
-        holder, [call.server], tag=call.tag, round=call.round, stage=Stage.SIMILARITY_REQUEST
-    ).values()
-    secret = keys.secret_of(call, holder)
-    blobs = unpack_blobs(req.payload, max_count=len(pairs))
+
+def release_products(
+    secret: SecretContext, payload: bytes, *, count: int, lift2: float, noise: OutputNoise
+) -> bytes:
+    """Key holder: decrypt the permuted scalars, undo the public lift, flood, encode."""
+    blobs = unpack_blobs(payload, max_count=count)
     values = torch.cat([secret.decrypt(secret.load(b, expected_length=1)) for b in blobs]) / lift2
-    call.transport.send(
-        req.reply(encode_tensor(noise(values)), sender=holder, stage=Stage.SIMILARITY_RESULT, form=Form.AGGREGATE)
-    )
+    return encode_tensor(noise(values))
 
-    # --- server: un-permute into the matrix
-    (res,) = call.transport.receive_from(
-        call.server, [holder], tag=call.tag, round=call.round, stage=Stage.SIMILARITY_RESULT
-    ).values()
-    got = decode_tensor(res.payload, spec=TensorSpec({"x": (torch.float64, (len(pairs),))}))
+
+def unpermute(pairs: list[tuple[str, str]], perm: list[int], payload: bytes) -> dict[tuple[str, str], float]:
+    """Server-side: the released values back on their pairs (both orders)."""
+    got = decode_tensor(payload, spec=TensorSpec({"x": (torch.float64, (len(pairs),))}))
     out: dict[tuple[str, str], float] = {}
     for pos, k in enumerate(perm):
         a, b = pairs[k]
@@ -120,3 +113,46 @@ def encrypted_similarity(
             raise InvalidInputError(f"similarity of {a}, {b} is not finite")
         out[(a, b)] = out[(b, a)] = v
     return out
+
+
+def encrypted_similarity(
+    call: ExchangeCall,
+    keys: CKKSKeySetup,
+    inputs: Mapping[str, torch.Tensor],
+    metric: str,
+    noise: OutputNoise,
+) -> dict[tuple[str, str], float]:
+    """Run the five steps above; returns the server's similarity for every ordered pair."""
+    check_metric(metric)
+    preset = keys.preset
+    preset.require_levels(2, what="encrypted similarity (ciphertext product, then a mask)")
+    senders = sorted(p for p in inputs if p not in call.transport.offline)
+    holder = keys.ensure(call, encryptors=senders, decryptors=(), galois=True)
+
+    prepared = {p: prepare_input(inputs[p], metric, preset, p) for p in senders}  # each as its owner
+    uploads = dict(upload_encrypted(call, keys, prepared))
+
+    # --- server: all pairwise products, masked, in a secret random order
+    pairs, perm, request = pair_products(uploads, senders)
+    call.transport.send(
+        Envelope(
+            call.server, (holder,), call.round, call.tag, request,
+            stage=Stage.SIMILARITY_REQUEST, form=Form.CIPHERTEXT,
+        )
+    )
+
+    # --- key holder: decrypt scalars, undo the public lift, flood, release
+    (req,) = call.transport.receive_from(
+        holder, [call.server], tag=call.tag, round=call.round, stage=Stage.SIMILARITY_REQUEST
+    ).values()
+    released = release_products(keys.secret_of(call, holder), req.payload, count=len(pairs),
+                                lift2=lift_squared(metric, preset), noise=noise)
+    call.transport.send(
+        req.reply(released, sender=holder, stage=Stage.SIMILARITY_RESULT, form=Form.AGGREGATE)
+    )
+
+    # --- server: un-permute into the matrix
+    (res,) = call.transport.receive_from(
+        call.server, [holder], tag=call.tag, round=call.round, stage=Stage.SIMILARITY_RESULT
+    ).values()
+    return unpermute(pairs, perm, res.payload)

@@ -47,6 +47,8 @@ from securefg.protocol.ckks.ckks_mechanism import CKKS_KEY_DEFAULTS, ckks_key_pr
 from securefg.protocol.ckks.encrypted_vector import EncryptedVector
 from securefg.protocol.ckks.key_setup import CKKSKeySetup
 from securefg.protocol.ckks.presets import resolve_preset
+from securefg.protocol.ckks.public_context import PublicContext
+from securefg.protocol.ckks.secret_context import SecretContext
 from securefg.protocol.mechanism import ExchangeCall, ExchangeKind, Mechanism, register_mechanism
 from securefg.protocol.relay.blob_list import pack_blobs, unpack_blobs
 from securefg.protocol.relay.constants import RelayStage
@@ -133,40 +135,20 @@ class CKKSRelay(Mechanism):
         # --- each client: decode its tensors, encrypt, upload with the public layout
         layouts: dict[str, bytes] = {}
         for s in senders:
-            try:
-                vec, layout = flatten(decode_tensors(items[s]), what=f"{call.tag!r} item of {s}")
-            except (CodecError, InvalidInputError) as exc:
-                raise InvalidInputError(
-                    f"ckks_relay carries float tensors encoded with securefg.federation.codec."
-                    f"encode_tensors; {s}'s item is not one ({exc}). Use sealed_relay for opaque bytes"
-                ) from exc
-            layouts[s] = encode_layout(layout)
-            ct = self.keys.context_of(call, s).encrypt(vec)
+            layouts[s], payload = encrypt_item(self.keys.context_of(call, s), items[s], what=f"{call.tag!r} item of {s}")
             call.transport.send(
-                Envelope(s, (call.server,), call.round, call.tag, pack_blobs([layouts[s], ct.to_bytes()]),
-                         stage=RelayStage.UPLOAD, form=Form.CIPHERTEXT)
+                Envelope(s, (call.server,), call.round, call.tag, payload, stage=RelayStage.UPLOAD, form=Form.CIPHERTEXT)
             )
 
         # --- server: parse, (mix), rerandomize each copy, shuffle, forward
         server_ctx = self.keys.context_of(call, call.server)
         got = call.transport.receive_from(call.server, senders, tag=call.tag, round=call.round, stage=RelayStage.UPLOAD)
-        cts: dict[str, EncryptedVector] = {}
-        header = b""
-        for s in senders:
-            head, body = unpack_blobs(got[s].payload, max_count=2)
-            header = header or head
-            if head != header:
-                raise ProtocolError(f"{s}'s tensors differ in names/shapes/dtypes from the others' for {call.tag!r}")
-            cts[s] = server_ctx.load(body, expected_length=decode_layout(head).size)
-        outputs = cts if plan is None else self._mix(plan, cts)
+        header, cts = parse_uploads(server_ctx, {s: got[s].payload for s in senders}, tag=call.tag)
+        outputs = cts if plan is None else self.mix(plan, cts)
         for r in senders:
-            bundle = [c for o, c in sorted(outputs.items()) if not (exclude_self and o == r)]
-            if self.params["rerandomize"]:
-                bundle = [c.rerandomize(server_ctx) for c in bundle]
-            blobs = [c.to_bytes() for c in bundle]
             call.transport.send(
                 Envelope(call.server, (r,), call.round, call.tag,
-                         pack_blobs([header] + (secure_shuffle(blobs) if shuffle else blobs)),
+                         self.bundle_for(server_ctx, header, outputs, r, exclude_self=exclude_self, shuffle=shuffle),
                          stage=RelayStage.FORWARD, form=Form.CIPHERTEXT)
             )
 
@@ -176,19 +158,21 @@ class CKKSRelay(Mechanism):
             (env,) = call.transport.receive_from(
                 r, [call.server], tag=call.tag, round=call.round, stage=RelayStage.FORWARD
             ).values()
-            head, *bodies = unpack_blobs(env.payload, max_count=len(outputs) + 1)
-            if head != layouts[r]:
-                raise ProtocolError(f"{r} received tensors whose layout differs from its own")
-            layout = decode_layout(head)
-            secret = self.keys.secret_of(call, r)
-            out[r] = [
-                encode_tensors(unflatten(secret.decrypt(secret.load(b, expected_length=layout.size)), layout))
-                for b in bodies
-            ]
+            out[r] = decrypt_bundle(self.keys.secret_of(call, r), env.payload, own_layout=layouts[r],
+                                    max_items=len(outputs), pid=r)
         return out
 
+    def bundle_for(self, server_ctx: PublicContext, header: bytes, outputs: Mapping[str, EncryptedVector], r: str,
+                   *, exclude_self: bool, shuffle: bool) -> bytes:
+        """Server-side: recipient ``r``'s bundle (rerandomized copies, CSPRNG-shuffled), packed."""
+        bundle = [c for o, c in sorted(outputs.items()) if not (exclude_self and o == r)]
+        if self.params["rerandomize"]:
+            bundle = [c.rerandomize(server_ctx) for c in bundle]
+        blobs = [c.to_bytes() for c in bundle]
+        return pack_blobs([header] + (secure_shuffle(blobs) if shuffle else blobs))
+
     @staticmethod
-    def _mix(plan: Mapping[str, Mapping[str, float]], cts: Mapping[str, EncryptedVector]) -> dict[str, EncryptedVector]:
+    def mix(plan: Mapping[str, Mapping[str, float]], cts: Mapping[str, EncryptedVector]) -> dict[str, EncryptedVector]:
         out: dict[str, EncryptedVector] = {}
         for o, row in plan.items():
             terms = [cts[s] * a for s, a in sorted(row.items()) if s in cts and a != 0.0]
@@ -199,3 +183,44 @@ class CKKSRelay(Mechanism):
                 total = total + t
             out[o] = total
         return out
+
+
+# ------------------------------------------------------------- role halves (one party each)
+def encrypt_item(ctx: PublicContext | SecretContext, item: bytes, *, what: str) -> tuple[bytes, bytes]:
+    """Sender: its encoded tensors as (public layout, upload payload = layout + ``Enc(item)``)."""
+    try:
+        vec, layout = flatten(decode_tensors(item), what=what)
+    except (CodecError, InvalidInputError) as exc:
+        raise InvalidInputError(
+            f"ckks_relay carries float tensors encoded with securefg.federation.codec."
+            f"encode_tensors; the {what} is not one ({exc}). Use sealed_relay for opaque bytes"
+        ) from exc
+    head = encode_layout(layout)
+    return head, pack_blobs([head, ctx.encrypt(vec).to_bytes()])
+
+
+def parse_uploads(
+    server_ctx: PublicContext, payloads: Mapping[str, bytes], *, tag: str
+) -> tuple[bytes, dict[str, EncryptedVector]]:
+    """Server: every sender's upload as a ciphertext; all must share one layout header."""
+    cts: dict[str, EncryptedVector] = {}
+    header = b""
+    for s in sorted(payloads):
+        head, body = unpack_blobs(payloads[s], max_count=2)
+        header = header or head
+        if head != header:
+            raise ProtocolError(f"{s}'s tensors differ in names/shapes/dtypes from the others' for {tag!r}")
+        cts[s] = server_ctx.load(body, expected_length=decode_layout(head).size)
+    return header, cts
+
+
+def decrypt_bundle(secret: SecretContext, payload: bytes, *, own_layout: bytes, max_items: int, pid: str) -> list[bytes]:
+    """Recipient: decrypt every item of its bundle and re-encode it as tensors."""
+    head, *bodies = unpack_blobs(payload, max_count=max_items + 1)
+    if head != own_layout:
+        raise ProtocolError(f"{pid} received tensors whose layout differs from its own")
+    layout = decode_layout(head)
+    return [
+        encode_tensors(unflatten(secret.decrypt(secret.load(b, expected_length=layout.size)), layout))
+        for b in bodies
+    ]

@@ -69,19 +69,29 @@ def ensure(call: ExchangeCall, *, holders: Iterable[str], owners: Iterable[str])
         missing = [h for h in holders if h != owner and owner not in _session_state(call, h)["peers"]]  # type: ignore[operator]
         if missing:
             needed[owner] = missing
-            pub = own_key(call, owner).public_bytes
-            call.transport.send(
-                Envelope(owner, tuple(missing), call.round, call.tag, pub, stage=STAGE, form=Form.KEYS)
-            )
+            publish(call, owner, missing)
     expected: dict[str, set[str]] = {}
     for owner, hs in needed.items():
         for h in hs:
             expected.setdefault(h, set()).add(owner)
     for h, owners_of_h in expected.items():
         got = call.transport.receive_from(h, owners_of_h, tag=call.tag, round=call.round, stage=STAGE)
-        peers = _session_state(call, h)["peers"]
-        assert isinstance(peers, dict)
-        for owner, env in got.items():
-            if len(env.payload) != PUBLIC_KEY_BYTES:
-                raise ProtocolError(f"{owner!r} published a sealing key of {len(env.payload)} bytes")
-            peers[owner] = env.payload
+        for env in got.values():
+            accept(call, h, env)
+
+
+def publish(call: ExchangeCall, owner: str, to: Iterable[str]) -> None:
+    """Acting as ``owner``: send its sealing public key to ``to`` (one ``Form.KEYS`` envelope)."""
+    pub = own_key(call, owner).public_bytes
+    call.transport.send(Envelope(owner, tuple(to), call.round, call.tag, pub, stage=STAGE, form=Form.KEYS))
+
+
+def accept(call: ExchangeCall, holder: str, env: Envelope) -> None:
+    """Acting as ``holder``: keep the sealing public key ``env.sender`` published to it."""
+    if env.stage != STAGE:
+        raise ProtocolError(f"{holder!r} expected a sealing key, got a {env.stage!r} envelope from {env.sender!r}")
+    if len(env.payload) != PUBLIC_KEY_BYTES:
+        raise ProtocolError(f"{env.sender!r} published a sealing key of {len(env.payload)} bytes")
+    peers = _session_state(call, holder)["peers"]
+    assert isinstance(peers, dict)
+    peers[env.sender] = env.payload
