@@ -61,6 +61,20 @@ class PartyTransport:
     def parties(self) -> tuple[str, ...]:
         return tuple(sorted(self._known))
 
+    def learn(self, directory: Mapping[str, bytes]) -> None:
+        """Add peers' public channel keys (a party that learns its directory after it starts).
+
+        Raises:
+            AuthenticationError: A key for a party already known with a different key.
+        """
+        for pid, key in directory.items():
+            known = self._endpoint._directory.get(pid)  # noqa: SLF001 - the endpoint's own key directory
+            if known is not None and known != key:
+                raise AuthenticationError(f"{self.pid!r} already holds a different channel key for {pid!r}")
+        for pid, key in directory.items():
+            self._endpoint._directory[pid] = bytes(key)  # noqa: SLF001
+        self._known = self._known | frozenset(directory)
+
     # ------------------------------------------------------------------------ sending
     def send(self, env: Envelope) -> None:
         """Seal ``env`` for each receiver, record it, and file the wires for the engine."""

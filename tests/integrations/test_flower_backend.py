@@ -6,13 +6,16 @@ end of the suite; each uses the small synthetic CSBM task and a hidden size of 8
 
 import json
 import time
+from collections import Counter
 
 import pytest
 
 pytest.importorskip("flwr")
 
 from securefg.experiment import RunConfig, run_experiment
+from securefg.federation.envelope import Form
 from securefg.federation.party import client_id
+from securefg.federation.transcript import Transcript, load_jsonl
 from securefg.integrations.flower.launcher import run_flower_experiment
 from securefg.integrations.flower.party import out_file
 
@@ -71,3 +74,58 @@ def test_client_process_killed_mid_round_is_a_dropout_and_the_round_sums_the_sur
                  for k in (0, 1, 2)]
     assert view[0]["server_mean_val"] == pytest.approx(sum(s["val_acc"] for s in survivors) / 3, abs=1e-6)
     assert res["metrics"]["final_round"] == 1  # and the run went on to the end without it
+
+
+# the synthetic graphs have 6-16 nodes; one pass of phase 1 and one Langevin step per noise
+# level keep it small: the protocol (CKKS keys with Galois keys, similarity, relay, sum) is full size
+CEFGC_FAST = {"diffusion_epochs": 1, "diffusion_batch": 64, "langevin_steps": 1, "tune_samples": 4, "gnn_epochs": 3,
+              "max_nodes": 16, "synthetic_ratio": 0.2}
+
+
+def test_cefgc_plus_under_ckks_over_flower_matches_the_in_process_backend(tmp_path):
+    pytest.importorskip("tenseal")
+    # phase 1 is offline and cached per client (the method's generator_cache): the Flower
+    # clients train and write it, the in-process run loads the same generators
+    cfg = RunConfig(method="cefgc_plus", dataset="synthetic-graphs", clients=3, rounds=1, seed=1, progress=False,
+                    options={**CEFGC_FAST, "generator_cache": str(tmp_path / "generators")})
+    work = tmp_path / "work"
+    fl = run_flower_experiment(cfg, workdir=work)
+    ip = run_experiment(cfg)
+    assert [c["phase1"]["cached"] for c in fl["cefgc"]["clients"].values()] == [False] * 3
+    assert [c["phase1"]["cached"] for c in ip["cefgc"]["clients"].values()] == [True] * 3
+    # one OS process per party, the CKKS key holder included, and all of them finished cleanly
+    assert fl["flower"]["processes"] == {"server": 0, "keyholder": 0, **{client_id(k): 0 for k in range(3)}}
+    assert fl["protocol"] == ip["protocol"] == "cefgc_plus"
+    # the same pairing and, through CKKS (~1e-6 noise on the relayed models and the summed
+    # weights), the same synthetic graphs and the same global GIN
+    assert fl["cefgc"]["server_learned"]["partners"] == ip["cefgc"]["server_learned"]["partners"]
+    assert fl["metrics"]["test_acc"] == pytest.approx(ip["metrics"]["test_acc"], abs=1e-9)
+    assert fl["metrics"]["test_auc"] == pytest.approx(ip["metrics"]["test_auc"], abs=1e-4)
+    assert [c["synthetic"] for c in fl["cefgc"]["clients"].values()] == [c["synthetic"] for c in ip["cefgc"]["clients"].values()]
+    # the same envelopes: every (tag, stage, sender, receiver, form), keyholder traffic included
+    flower_tr = Transcript()
+    load_jsonl(work / "transcript.jsonl", flower_tr)
+    inproc_tr = ip["_federation"].transcript
+
+    def key(r):
+        return (r.tag, r.stage, r.sender, r.receiver, r.form)
+
+    assert Counter(map(key, flower_tr)) == Counter(map(key, inproc_tr))
+    assert fl["communication_rounds"] == ip["communication_rounds"] == 3
+    assert [f["direction"] for f in fl["flights"]] == [f["direction"] for f in ip["flights"]] == ["up", "down", "up"]
+    # bytes: exact where the payload size is fixed (W0, released sums, sealing keys); CKKS
+    # ciphertexts and contexts are compressed random polynomials whose serialized size moves by
+    # ~0.01% between any two encryptions, on either backend
+    def sizes(tr):
+        out = {}
+        for r in tr:
+            out[key(r)] = out.get(key(r), 0) + r.payload_bytes
+        return out
+
+    fl_sizes, ip_sizes = sizes(flower_tr), sizes(inproc_tr)
+    for k, v in ip_sizes.items():
+        if k[4] in (Form.CIPHERTEXT, Form.KEYS) and k[1] != "sealing/publish":
+            assert fl_sizes[k] == pytest.approx(v, rel=1e-3), k
+        else:
+            assert fl_sizes[k] == v, k
+    assert fl["bytes_total"] == pytest.approx(ip["bytes_total"], rel=1e-3)

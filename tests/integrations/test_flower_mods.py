@@ -180,3 +180,27 @@ def test_tunnel_round_trips_a_message_and_rejects_garbage():
         tunnel_unpack({"__type": "query.securefg", "__content": b"\xff\x00garbage"})
     with pytest.raises(CodecError, match="lacks its type"):
         tunnel_unpack({"__content": b""})
+
+
+def test_a_ckks_stack_gives_the_plaintext_mean_and_the_server_sees_only_ciphertexts():
+    pytest.importorskip("tenseal")
+    rng = np.random.default_rng(2)
+    vecs = {n: rng.normal(size=40).astype(np.float32) for n in (1, 2, 3)}
+    grid = DirectGrid({n: make_app(v, n) for n, v in vecs.items()})
+    wf = SecureFedAvgWorkflow(stack="fedavg_ckks")
+    wf.setup(grid)
+    out, n = wf.train_round(grid, ArrayRecord({"w": Array(np.zeros(40, dtype=np.float32))}), round=0)
+    assert n == 3
+    # CKKS error and the key holder's 2^-20 flooding, divided by the weight total 6
+    np.testing.assert_allclose(out["w"].numpy(), sum(n * vecs[n] for n in vecs) / 6, atol=1e-5)
+    from securefg.integrations.flower.mods import _CLIENTS
+    from securefg.protocol.ckks.public_context import PublicContext
+
+    # the lowest client holds the key: it sent the server a public context and the flooded sum
+    holder_sent = {(r.stage, r.receiver, r.form.value) for r in _CLIENTS[(1, 1)][0].transport.transcript}
+    assert ("ckks/keys/public", "server", "keys") in holder_sent and ("ckks/decrypt/result", "server", "aggregate") in holder_sent
+    for node in (2, 3):  # the others uploaded ciphertexts only
+        sent = {(r.tag, r.stage, r.form.value) for r in _CLIENTS[(1, node)][0].transport.transcript}
+        assert sent == {("fedavg/update", "ckks/upload", "ciphertext")}
+    contexts = list(wf.rt.party.state["mech/ckks"]["keys"].values())
+    assert contexts and all(isinstance(c, PublicContext) and c.is_public() for c in contexts)

@@ -36,6 +36,7 @@ from securefg.integrations.flower.runtime import ClientRuntime
 from securefg.protocol.stack import ProtocolStack
 
 HELLO = "securefg/hello"
+DIRECTORY = "securefg/directory"
 MARK = "securefg"
 """Name of the ``ConfigRecord`` that marks a train message for securefg aggregation."""
 
@@ -53,8 +54,18 @@ def _hello(step: Step, ctxt: Context) -> Message | None:
     rt = ClientRuntime(transport, Party(pid))
     ex = ClientExchange(rt, ProtocolStack.load(stack), seed=int.from_bytes(ident.public_bytes[:8], "little"),
                         clients=[client_id(k) for k in range(n)])
+    rt.on(DIRECTORY, lambda step: _learn_directory(rt, step))
     _CLIENTS[(ctxt.run_id, ctxt.node_id)] = (rt, ex)
     return None
+
+
+def _learn_directory(rt: ClientRuntime, step: Step) -> None:
+    """The other clients' channel keys, for envelopes between two clients (routed by the server)
+    such as a client key holder's CKKS public context."""
+    keys = {k[3:]: v for k, v in step.info.items() if k.startswith("pk.")}
+    if not all(is_client(p) and isinstance(v, str) and len(v) == 64 for p, v in keys.items()):
+        raise ProtocolError("securefg directory step holds a malformed channel key")
+    rt.transport.learn({p: bytes.fromhex(str(v)) for p, v in keys.items()})
 
 
 def securefg_mod(msg: Message, ctxt: Context, call_next: ClientAppCallable) -> Message:

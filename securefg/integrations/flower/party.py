@@ -40,8 +40,9 @@ def load_transport(workdir: Path, pid: str) -> PartyTransport:
     raw = key_file(workdir, pid).read_bytes()
     identity = ChannelIdentity(pid, X25519PrivateKey.from_private_bytes(raw))
     directory = {k: bytes.fromhex(v) for k, v in json.loads((workdir / "directory.json").read_text()).items()}
-    if is_client(pid):  # a client talks to the server and the helper parties (keyholder), no peer
-        directory = {k: v for k, v in directory.items() if k == pid or not is_client(k)}
+    # Every party gets the whole public directory: envelopes between two non-server parties (a
+    # client and the CKKS key holder, a keyholder party or a client) ride through the server,
+    # sealed and authenticated end to end by the channel keys of their two ends.
     return PartyTransport(identity, session=(workdir / "session").read_bytes(), directory=directory)
 
 

@@ -1,5 +1,7 @@
 """Server side of securefg protection for a plain Flower app: a FedAvg round whose updates only
-ever reach the server as a securefg secure sum (SecAgg+ with dropouts; DP via the stack).
+ever reach the server as a securefg secure sum (SecAgg+ with dropouts; DP via the stack) or a
+CKKS sum (``stack="fedavg_ckks"``: the lowest-numbered client holds the secret key and decrypts
+only the flooded sum; the server adds ciphertexts).
 
 In a ``ServerApp`` main, replacing the strategy's train/aggregate step::
 
@@ -34,7 +36,7 @@ from securefg.federation.channel import ChannelIdentity
 from securefg.federation.party import SERVER, Party, client_id
 from securefg.federation.party_transport import PartyTransport
 from securefg.integrations.flower.exchange import aggregate
-from securefg.integrations.flower.mods import HELLO, MARK
+from securefg.integrations.flower.mods import DIRECTORY, HELLO, MARK
 from securefg.integrations.flower.records import MESSAGE_TYPE, Step
 from securefg.integrations.flower.runtime import ServerRuntime
 from securefg.protocol.mechanism import ExchangeKind
@@ -76,6 +78,10 @@ class SecureFedAvgWorkflow:
         transport = PartyTransport(ident, session=session, directory=directory)
         self.rt = ServerRuntime(grid, transport, Party(SERVER))
         self.rt.nodes = {p: n for p, n in pids.items() if p in directory}
+        # every client learns the others' channel keys: a CKKS key holder (the lowest client)
+        # sends them its public context through the server, sealed end to end
+        peers = {f"pk.{p}": k.hex() for p, k in directory.items() if p != SERVER}
+        self.rt.step(self.rt.live, action=DIRECTORY, round=-1, info=peers)
 
     def train_round(self, grid: Grid, arrays: ArrayRecord, *, round: int,
                     config: ConfigRecord | None = None) -> tuple[ArrayRecord, int]:
