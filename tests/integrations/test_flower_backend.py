@@ -114,8 +114,9 @@ def test_cefgc_plus_under_ckks_over_flower_matches_the_in_process_backend(tmp_pa
     assert fl["communication_rounds"] == ip["communication_rounds"] == 3
     assert [f["direction"] for f in fl["flights"]] == [f["direction"] for f in ip["flights"]] == ["up", "down", "up"]
     # bytes: exact where the payload size is fixed (W0, released sums, sealing keys); CKKS
-    # ciphertexts and contexts are compressed random polynomials whose serialized size moves by
-    # ~0.01% between any two encryptions, on either backend
+    # ciphertexts and contexts are compressed random polynomials whose serialized size moves
+    # between any two encryptions on either backend (~0.01% for ciphertexts, ~0.1% for a
+    # sealed secret key)
     def sizes(tr):
         out = {}
         for r in tr:
@@ -125,7 +126,7 @@ def test_cefgc_plus_under_ckks_over_flower_matches_the_in_process_backend(tmp_pa
     fl_sizes, ip_sizes = sizes(flower_tr), sizes(inproc_tr)
     for k, v in ip_sizes.items():
         if k[4] in (Form.CIPHERTEXT, Form.KEYS) and k[1] != "sealing/publish":
-            assert fl_sizes[k] == pytest.approx(v, rel=1e-3), k
+            assert fl_sizes[k] == pytest.approx(v, rel=5e-3), k
         else:
             assert fl_sizes[k] == v, k
     assert fl["bytes_total"] == pytest.approx(ip["bytes_total"], rel=1e-3)
