@@ -84,6 +84,8 @@ FEDSHEAFHN = {
         "sheaf diffusion and the attention matrix: low-bandwidth cross-client information, by design."
     ),
     "fedsheafhn/metrics": "The server learns the mean validation and test accuracy over the clients.",
+    "fedsheafhn/warm_start": "With warm_start=secure_mean, the server learns the mean of the clients' GCN layers after "
+                             "the round-0 warm-up (as one FedAvg round would), not any single client's layers.",
 }
 
 DISCLOSURES: dict[str, dict[str, str]] = {"fedstruct": FEDSTRUCT, "fedpub": FEDPUB, "fedsheafhn": FEDSHEAFHN}

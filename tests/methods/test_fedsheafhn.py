@@ -211,3 +211,61 @@ def test_weight_decay_of_generated_layers_is_its_own_option() -> None:
     assert _method(_task(), 1, generated_wd=1e-3).optimizer_for(model).param_groups[0]["weight_decay"] == 1e-3
     with pytest.raises(ConfigError, match="generated_wd"):
         _method(_task(), 1, generated_wd=-1.0)
+
+
+def _warm_layers_sent(stack: str) -> tuple[list[bytes], list[torch.Tensor]]:
+    """Run one warm-started round keeping the warm-start payloads; return them and what clients sent."""
+    method = _method(_task(), 1, warm_start="secure_mean")
+    sent: list[torch.Tensor] = []
+    handle = method.handle_warm_layers
+
+    def recording(client):
+        out = handle(client)
+        sent.append(torch.cat([t.reshape(-1) for t in out.values()]))
+        return out
+
+    method.handle_warm_layers = recording  # type: ignore[method-assign]
+    fed = Federation(method.num_clients, ProtocolStack.load(stack), seed=3, extra_parties=method.extra_parties,
+                     keep_payloads=True)
+    RoundRunner(method, fed, rounds=1, progress=False).run()
+    payloads = [r.payload for r in fed.transcript if r.tag == "fedsheafhn/warm_start" and r.payload]
+    return payloads, sent
+
+
+def _holds(payload: bytes, vec: torch.Tensor) -> bool:
+    head = vec[:16]
+    return any(head.to(dt).numpy().tobytes() in payload for dt in (torch.float32, torch.float64))
+
+
+def test_secure_mean_warm_start_sends_no_single_clients_layers() -> None:
+    payloads, sent = _warm_layers_sent("fedsheafhn_secure")
+    assert payloads and len(sent) == 4
+    assert not any(_holds(p, v) for p in payloads for v in sent)
+    payloads, sent = _warm_layers_sent("plaintext")  # the control finds them
+    assert all(any(_holds(p, v) for p in payloads) for v in sent)
+
+
+def test_secure_mean_warm_start_protected_equals_plaintext_and_changes_the_start() -> None:
+    _, _, plain = _run("plaintext", rounds=2, warm_start="secure_mean")
+    _, _, secure = _run("fedsheafhn_secure", rounds=2, warm_start="secure_mean")
+    _, _, init = _run("plaintext", rounds=2)
+    assert plain.history == secure.history
+    assert plain.history != init.history
+
+
+def test_set_base_rejects_wrong_names_sizes_and_nan() -> None:
+    method, fed, _ = _run(rounds=1)
+    server = fed.server.state["sheafhn"]
+    good = method.handle_warm_layers(fed.parties[fed.client_ids[0]])
+    server.set_base(good)
+    flat = torch.cat([t.reshape(-1) for t in good.values()])
+    assert torch.equal(server.hn.out.bias.detach(), flat)
+    first, last = next(iter(good)), list(good)[-1]
+    with pytest.raises(InvalidInputError, match="names"):
+        server.set_base({first: good[first]})
+    with pytest.raises(InvalidInputError, match="values"):
+        server.set_base({**good, last: torch.zeros(3)})
+    with pytest.raises(InvalidInputError, match="NaN"):
+        server.set_base({**good, last: torch.full_like(good[last], float("nan"))})
+    with pytest.raises(ConfigError, match="warm_start"):
+        _method(_task(), 1, warm_start="mean")

@@ -53,6 +53,8 @@ TAG_EMBEDDING = "fedsheafhn/embedding"
 TAG_WEIGHTS = "fedsheafhn/weights"
 TAG_FEEDBACK = "fedsheafhn/feedback"
 TAG_METRICS = "fedsheafhn/metrics"
+TAG_WARM_START = "fedsheafhn/warm_start"
+WARM_STARTS = ("init", "secure_mean")
 
 #: What the audit states for every stack (docs/fedsheafhn.md).
 STRUCTURAL_LEAK = (
@@ -101,6 +103,13 @@ class FedSheafHN(Method):
             (default: ``5e-4``)
         standardize (bool): The server z-scores the embeddings over clients before diffusion
             (:class:`.server.SheafHNServer`). (default: ``true``)
+        warm_start (str): Where the generated weights start. ``"init"``: the standard GCN
+            initialisation (the hypernetwork's output bias, see :class:`.server.SheafHNServer`).
+            ``"secure_mean"``: after the round-0 warm-up, the clients' generated layers are
+            averaged on ``fedsheafhn/warm_start`` (a protected mean: the server learns the mean
+            only, like one FedAvg round) and become the output bias, so round 1 hands every
+            client a trained GCN instead of a fresh one. The paper leaves the start open.
+            (default: ``"init"``)
     """
 
     name = "fedsheafhn"
@@ -114,12 +123,13 @@ class FedSheafHN(Method):
         TAG_WEIGHTS: ExchangeKind.REPLY,
         TAG_FEEDBACK: ExchangeKind.COLLECT,
         TAG_METRICS: ExchangeKind.AGGREGATE,
+        TAG_WARM_START: ExchangeKind.AGGREGATE,
     }
     option_defaults: ClassVar[Mapping[str, Any]] = {
         "warmup_epochs": 30, "refresh_every": 5, "knn": 5, "normalize_embedding": True, "dropout": 0.3,
         "hn_hidden": 64, "hn_dropout": 0.0, "hn_lr": 0.01, "sheaf_hidden": 20, "stalk_dim": 1, "sheaf_layers": 4,
         "sheaf_dropout": 0.0, "sheaf_lr": 0.02, "sheaf_wd": 5e-4, "feedback_sign": "pfedhn", "standardize": True,
-        "generated_wd": 5e-4,
+        "generated_wd": 5e-4, "warm_start": "init",
     }
 
     @classmethod
@@ -143,6 +153,8 @@ class FedSheafHN(Method):
             high = 1.0 if key in _DROPOUT_OPTIONS else math.inf
             if not (math.isfinite(o[key]) and 0.0 <= o[key] < high):
                 problems.append(f"{key} must lie in [0, {high}), got {o[key]!r}")
+        if o["warm_start"] not in WARM_STARTS:
+            problems.append(f"warm_start must be one of {list(WARM_STARTS)}, got {o['warm_start']!r}")
         if o["feedback_sign"] not in FEEDBACK_SIGNS:
             problems.append(f"feedback_sign must be one of {list(FEEDBACK_SIGNS)}, got {o['feedback_sign']!r}")
         if problems:
@@ -194,6 +206,11 @@ class FedSheafHN(Method):
                           self.options["warmup_epochs"])
         return self.handle_embedding(client)
 
+    def handle_warm_layers(self, client: Party) -> dict[str, torch.Tensor]:
+        """The client's warmed-up generated layers, for the protected mean that starts the generator."""
+        return {n: p.detach().float().cpu().clone() for n, p in client.state["model"].named_parameters()
+                if n.startswith(GENERATED_PREFIXES)}
+
     def handle_embedding(self, client: Party) -> dict[str, torch.Tensor]:
         """``x_i`` of the client's current model (Eq. 2)."""
         return {"x": client_embedding(client.state["model"], client.state["data"],
@@ -221,6 +238,9 @@ class FedSheafHN(Method):
         if r == 0:
             server.set_embeddings({nym: t["x"] for nym, t in ex.collect(
                 TAG_EMBEDDING, {cid: self.handle_warmup(fed.parties[cid]) for cid in fed.client_ids}).items()})
+            if self.options["warm_start"] == "secure_mean":
+                server.set_base(ex.aggregate(TAG_WARM_START, {cid: self.handle_warm_layers(fed.parties[cid])
+                                                              for cid in fed.client_ids}))
         received = ex.reply(TAG_WEIGHTS, server.generate())
         feedback = {cid: self.handle_weights(fed.parties[cid], received[cid]) for cid in fed.client_ids}
         norm = server.update(ex.collect(TAG_FEEDBACK, feedback))
@@ -240,7 +260,7 @@ class FedSheafHN(Method):
         return {"fedsheafhn": {
             "knn": o["knn"], "feedback_sign": o["feedback_sign"], "refresh_every": o["refresh_every"],
             "warmup_epochs": o["warmup_epochs"], "normalize_embedding": o["normalize_embedding"],
-            "generated_wd": o["generated_wd"],
+            "generated_wd": o["generated_wd"], "warm_start": o["warm_start"],
             "generated_floats_per_client": sum(math.prod(s) for s in generated_shapes(self.make_model()).values()),
             "seconds_per_round": sum(timing) / len(timing) if timing else None,
             "structural_leak": STRUCTURAL_LEAK,

@@ -111,6 +111,21 @@ class SheafHNServer:
         self.x0 = x0
         self.edge_index = knn_graph(self.x0, self.knn)
 
+    @torch.no_grad()
+    def set_base(self, tensors: Mapping[str, torch.Tensor]) -> None:
+        """Start every client's generated weights from ``tensors`` (the hypernetwork's output bias).
+
+        Raises:
+            InvalidInputError: Names other than the generated ones, a wrong size or non-finite values.
+        """
+        row = self._row(tensors)
+        if row.numel() != self.hn.num_outputs:
+            raise InvalidInputError(f"the generator's starting weights hold {row.numel()} values, "
+                                    f"expected {self.hn.num_outputs}")
+        if not bool(torch.isfinite(row).all()):
+            raise InvalidInputError("the generator's starting weights hold NaN or infinite values")
+        self.hn.out.bias.copy_(row.to(self.hn.out.bias.dtype))
+
     def generate(self) -> dict[str, dict[str, torch.Tensor]]:
         """Eqs. 6-8 in training mode: every row's generated tensors, ``{pseudonym: tensors}``.
 
