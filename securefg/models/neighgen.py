@@ -27,7 +27,7 @@ from torch_geometric.nn import SAGEConv
 
 
 class NeighGen(nn.Module):
-    """Encoder + dGen + fGen.
+    r"""Encoder + dGen + fGen.
 
     Args:
         in_channels (int): Feature size :math:`d`.

@@ -57,7 +57,7 @@ def draw_noise(shape: tuple[int, ...], generator: torch.Generator, device: torch
 
 def local_step(model: NeighGen, opt: torch.optim.Optimizer, graph: ImpairedGraph, x_full: Tensor, *, batch: int,
                max_neighbours: int, generator: torch.Generator, lambda_d: float = 1.0, lambda_f: float = 1.0) -> float:
-    """One Adam step of :math:`\lambda^d L^d + \lambda^f L^f` on the impaired graph (a batch of
+    r"""One Adam step of :math:`\lambda^d L^d + \lambda^f L^f` on the impaired graph (a batch of
     nodes that miss neighbours for :math:`L^f`); returns the loss."""
     model.train()
     opt.zero_grad()
