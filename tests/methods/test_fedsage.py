@@ -34,7 +34,7 @@ def _task(clients: int = 3) -> NodeTask:
     return NodeTask(clients=client_subgraphs(g, part), num_features=FEATURES, num_classes=3, full_graph=g)
 
 
-def _run(method: str = "fedsage_plus", stack: str = "plaintext", rounds: int = 4, task: NodeTask | None = None, **options):
+def _run(method: str = "fedsage_plus", stack: str = "plaintext", rounds: int = 8, task: NodeTask | None = None, **options):
     task = task or _task()
     opts = {**(GEN_OPTIONS if method == "fedsage_plus" else {}), **options}
     m = method_class(method)(task, MethodConfig(rounds=rounds, train=TrainConfig(lr=0.01, weight_decay=5e-4, local_epochs=2),
@@ -148,9 +148,9 @@ def test_protected_stack_equals_plaintext(plain, secure) -> None:
 
 
 def test_fedsage_alone_sends_no_generator_messages() -> None:
-    m, fed, out, _ = _run("fedsage", "fedsage_secure", rounds=3)
+    m, fed, out, _ = _run("fedsage", "fedsage_secure", rounds=2)
     assert {r.tag for r in fed.transcript} == {"fedavg/model", "fedavg/update", "fedavg/metrics"}
-    assert out.summary["best_round"] in (0, 1, 2) and 0.0 <= out.summary["test_acc"] <= 1.0
+    assert out.summary["best_round"] in (0, 1) and 0.0 <= out.summary["test_acc"] <= 1.0
 
 
 def test_fewer_than_three_owners_with_the_cross_term_is_a_config_error() -> None:
@@ -166,8 +166,8 @@ def _raw_rows(task: NodeTask, owner: int) -> torch.Tensor:
 
 
 def _embeddings(fed: Federation, pid: str) -> torch.Tensor:
-    st = fed.parties[pid].state
-    return st["neighgen"].embed(st["original_data"].x, st["original_data"].edge_index).detach()
+    st = fed.parties[pid].state  # on its whole graph, and the impaired-graph ones the federated phase used
+    return torch.cat([st["neighgen"].embed(st["original_data"].x, st["original_data"].edge_index).detach(), st["gen_z"]])
 
 
 def _readable_rows(fed: Federation, pid: str, width: int) -> list[torch.Tensor]:
@@ -190,10 +190,12 @@ def _readable_rows(fed: Federation, pid: str, width: int) -> list[torch.Tensor]:
                     sent = {r: x for r, x in st["sent_generated"]}
                     if rec.round in sent:
                         rows.append(sent[rec.round].double() - width / 2 * t.double().reshape(-1, width))
-    rows += [x.double() for _, _, x in st.get("received_generated", [])]
-    sent = {r: x for r, x in st["sent_generated"]}
-    for r, peers, g in st.get("feature_grad_sum", []):
-        rows.append(sent[r].double() - width / 2 * g.double().reshape(-1, width) / peers)
+    opened = [x for _, _, x in st.get("received_generated", [])] + [g for _, _, g in st.get("feature_grad_sum", [])]
+    rows += [x.double().reshape(-1, width) for x in opened if x.numel() % width == 0]
+    if width == FEATURES:
+        sent = {r: x for r, x in st["sent_generated"]}
+        for r, peers, g in st.get("feature_grad_sum", []):
+            rows.append(sent[r].double() - width / 2 * g.double().reshape(-1, width) / peers)
     return rows
 
 
