@@ -182,25 +182,11 @@ class FedSagePlus(FedSage):
         self._gen_report: dict[str, Any] = {}
 
     def setup(self, fed: Federation) -> None:
+        """Owners train NeighGen locally, then jointly (the only messages), then mend their graphs."""
         super().setup(fed)
-        o, dev = self.options, self.config.device
-        for pid in fed.client_ids:  # each owner, on its own graph
-            st = fed.parties[pid].state
-            rng = torch.Generator().manual_seed(party_seed(self.config.seed, pid, -1))
-            graph = impair(st["data"], o["hide_portion"], rng).to(dev)
-            with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(party_seed(self.config.seed, pid, -2))
-                model = NeighGen(self.task.num_features, num_pred=o["num_pred"], gen_hidden=o["gen_hidden"]).to(dev)
-            opt = torch.optim.Adam(model.parameters(), lr=o["gen_lr"], weight_decay=o["gen_weight_decay"])
-            loss = float("nan")
-            for _ in range(o["gen_local_steps"]):
-                loss = local_step(model, opt, graph, st["data"].x, batch=o["gen_batch"], max_neighbours=o["max_neighbours"],
-                                  generator=rng)
-            with torch.no_grad():
-                st["gen_z"] = model.embed(graph.x, graph.edge_index)  # encoder frozen from here on
-            st.update(neighgen=model, impaired=graph, gen_rng=rng, gen_local_loss=loss,
-                      neighgen_opt_f=torch.optim.Adam(model.generator_parameters(), lr=o["gen_lr"],
-                                                      weight_decay=o["gen_weight_decay"]))
+        o = self.options
+        for pid in fed.client_ids:
+            self._train_local_generator(pid, fed.parties[pid].state)
         settings = FederatedGenSettings(steps=o["gen_fed_steps"], batch=o["gen_batch"], cross_weight=o["cross_weight"],
                                         max_neighbours=o["max_neighbours"])
         history = run_federated_generators(fed, settings)
@@ -219,6 +205,25 @@ class FedSagePlus(FedSage):
             "federated_loss_first": history[0] if history else {},
             "federated_loss_last": history[-1] if history else {},
         }
+
+    def _train_local_generator(self, pid: str, st: dict[str, Any]) -> None:
+        """As owner ``pid``, on its own graph: impair it, train NeighGen (L^d + L^f), freeze the encoder."""
+        o, dev = self.options, self.config.device
+        rng = torch.Generator().manual_seed(party_seed(self.config.seed, pid, -1))
+        graph = impair(st["data"], o["hide_portion"], rng).to(dev)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(party_seed(self.config.seed, pid, -2))
+            model = NeighGen(self.task.num_features, num_pred=o["num_pred"], gen_hidden=o["gen_hidden"]).to(dev)
+        opt = torch.optim.Adam(model.parameters(), lr=o["gen_lr"], weight_decay=o["gen_weight_decay"])
+        loss = float("nan")
+        for _ in range(o["gen_local_steps"]):
+            loss = local_step(model, opt, graph, st["data"].x, batch=o["gen_batch"], max_neighbours=o["max_neighbours"],
+                              generator=rng)
+        with torch.no_grad():
+            st["gen_z"] = model.embed(graph.x, graph.edge_index)  # encoder frozen from here on
+        st.update(neighgen=model, impaired=graph, gen_rng=rng, gen_local_loss=loss,
+                  neighgen_opt_f=torch.optim.Adam(model.generator_parameters(), lr=o["gen_lr"],
+                                                  weight_decay=o["gen_weight_decay"]))
 
     def report(self) -> dict[str, Any]:
         """result.json's ``fedsage`` block: NeighGen settings and what mending added."""
