@@ -6,6 +6,8 @@ from securefg.attacks import (  # noqa: F401
     defences,
     diffusion_membership,
     feature_support,
+    generator_membership,
+    generator_reconstruction,
     label_inference,
     link_stealing,
     malformed_payloads,

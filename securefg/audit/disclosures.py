@@ -88,9 +88,39 @@ FEDSHEAFHN = {
                              "the round-0 warm-up (as one FedAvg round would), not any single client's layers.",
 }
 
-DISCLOSURES: dict[str, dict[str, str]] = {"fedstruct": FEDSTRUCT, "fedpub": FEDPUB, "fedsheafhn": FEDSHEAFHN}
+FEDSAGE = {
+    "fedavg/model": "The global GraphSage model, broadcast to every owner: public to the owners by design.",
+    "fedavg/update": "The server learns only the uniform mean of the owners' GraphSage updates (SecAgg+).",
+    "fedavg/metrics": "The server learns the mean validation and test accuracy over the owners.",
+}
+
+FEDSAGE_PLUS = {
+    **FEDSAGE,
+    "fedsage/generated": (
+        "UNAVOIDABLE: every owner opens every other owner's generated neighbour features (|B| * num_pred "
+        "tanh vectors per federated step, naming the generating owner so the gradient can be routed back): "
+        "the peers' nearest-neighbour loss needs them. fGen is trained to emit the owner's hidden neighbours, "
+        "so they lie near its nodes (generator_membership). The server sees sealed boxes only; under "
+        "plaintext it reads them too. Embeddings and generator weights never leave their owner."
+    ),
+    "fedsage/feature_grad": (
+        "UNAVOIDABLE: owner i reads, per generated vector, the sum over its M - 1 peers of 2 (x~ - x_{u*_j}) / d, "
+        "i.e. the sum of the peers' nearest node features: with M = 3 the sum of two rows, which names the "
+        "union of their non-zero features (generator_reconstruction, entry_auc) but no single row "
+        "(recovery 0). One peer's gradient alone would return its matched rows exactly (plaintext: recovery 1)."
+    ),
+}
+
+DISCLOSURES: dict[str, dict[str, str]] = {"fedstruct": FEDSTRUCT, "fedpub": FEDPUB, "fedsheafhn": FEDSHEAFHN,
+                                          "fedsage": FEDSAGE, "fedsage_plus": FEDSAGE_PLUS}
 
 METHOD_ASSUMPTIONS: dict[str, tuple[str, ...]] = {
+    "fedsage_plus": (
+        ("FedSage+: owners do not collude. Owner i's gradient sum covers its M - 1 peers; if all but one of them "
+         "tell i their own gradients, i subtracts them and reads the last peer's matched rows exactly (with M = 3, "
+         "one colluding peer suffices). A peer may answer with crafted gradients (poisoning), which a secure sum "
+         "cannot detect."),
+    ),
     "fedsheafhn": (
         ("FedSheafHN under the mailbox: the shuffler does not collude with the server (together they map every "
          "pseudonym to its client); the shuffler reads nothing but learns pseudonym -> client."),

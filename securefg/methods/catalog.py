@@ -13,6 +13,7 @@ for _name in (
     "securefg.methods.fedstruct",
     "securefg.methods.fedpub",
     "securefg.methods.fedsheafhn",
+    "securefg.methods.fedsage",
 ):
     try:
         importlib.import_module(_name)
