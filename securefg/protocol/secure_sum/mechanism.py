@@ -54,6 +54,8 @@ class SecureSumReport:
     drops: Mapping[str, ClientDropReason]
     error_bound: float
     """Worst-case absolute error per element of the returned sum (see ``quantize.py``)."""
+    ring_bits: int = 64
+    """Bits per element of the ring the call used (and of each packed masked input)."""
 
 
 @register_mechanism
@@ -61,7 +63,13 @@ class SecureSum(Mechanism):
     """Masked secure sum with dropouts (SecAgg+), for ``aggregate`` and ``peer_sum``.
 
     Args:
-        bits (int): Ring Z_{2^bits}, 32 or 64. (default: ``64``)
+        bits (int | str): Ring Z_{2^bits}: ``"auto"`` sizes it per call to the smallest ring that
+            holds n summands of ``clip`` at ``resolution`` (2^64 when no resolution is given); an
+            integer in 2..64 pins it. Masked inputs travel bit-packed, ``bits`` bits per element.
+            (default: ``"auto"``)
+        resolution (float, optional): Coarsest fixed-point step acceptable, in (0, 1]; a pinned
+            ring that cannot give it is refused (:class:`~securefg.errors.RingTooSmallError`).
+            (default: :obj:`None`)
         clip (float): Largest |value| encoded (after the exchange's weighting). (default: ``2**24``)
         on_clip (str): ``"error"`` or ``"saturate"`` beyond the clip. (default: ``"error"``)
         threshold (int | float, optional): Shares to reconstruct, as a count or a fraction of
@@ -147,7 +155,7 @@ class SecureSum(Mechanism):
             raise UnexpectedMessageError("the aggregator did not complete the round")
         report = SecureSumReport(
             call.tag, call.round, route.aggregator, degree, threshold, agg.contributors, dict(ctx.drops),
-            ctx.quantizer.error_bound(len(agg.contributors)),
+            ctx.quantizer.error_bound(len(agg.contributors)), ctx.quantizer.bits,
         )
         call.state_of(route.aggregator, NAME).setdefault("reports", {})[key] = report
         self.last_report = report
