@@ -37,6 +37,7 @@ from securefg.protocol.secure_sum.client import AdvertiseKeys, ClientStage
 from securefg.protocol.secure_sum.constants import NAME, ClientDropReason, Stage
 from securefg.protocol.secure_sum.context import AggregatorContext, CallInfo, ClientContext
 from securefg.protocol.secure_sum.harary import harary_graph
+from securefg.protocol.secure_sum.relay_sum import forward_sum
 from securefg.protocol.secure_sum.route import Route
 from securefg.protocol.secure_sum.settings import DEFAULTS, Settings, validate
 
@@ -80,6 +81,10 @@ class SecureSum(Mechanism):
         adversarial_rate (float): Colluding fraction the helper plans for. (default: ``0.1``)
         signatures (bool): Run the Ed25519 consistency check. (default: :obj:`False`)
         prg (str): ``"aes-ctr"`` or ``"chacha20"`` mask expansion. (default: ``"aes-ctr"``)
+        relay_sum (bool): ``peer_sum`` only: the relaying server adds the masked inputs and
+            forwards one sum to the target (one vector down instead of n; the relay could then
+            corrupt the sum undetected, see :mod:`~securefg.protocol.secure_sum.relay_sum`).
+            (default: :obj:`False`)
     """
 
     name = NAME
@@ -108,7 +113,8 @@ class SecureSum(Mechanism):
     # ---------------------------------------------------------------------------------------
     def _run(self, call: ExchangeCall, aggregator: str, inputs: Mapping[str, torch.Tensor]) -> SumOutcome:
         vectors = _check_inputs(call.tag, inputs)
-        route = Route(call.transport, relay=call.server, aggregator=aggregator, round=call.round, tag=call.tag)
+        route = Route(call.transport, relay=call.server, aggregator=aggregator, round=call.round, tag=call.tag,
+                      sum_at_relay=self.settings.relay_sum)
         info = CallInfo(call.transport.session, call.round, call.tag, self.settings, route)
         parties = sorted({*vectors, aggregator, call.server})
         try:
@@ -149,7 +155,10 @@ class SecureSum(Mechanism):
                 if msgs:  # the aggregator did not ask a client it dropped
                     stages[pid] = stages[pid].handle(msgs[0])
                     call.state_of(pid, NAME)["calls"][key] = stages[pid]
-            route.forward_up(stage)
+            if route.sum_at_relay and stage is Stage.MASKED_INPUT:  # the relay knows n, m and the stack
+                forward_sum(route, clients=clients, bits=self.settings.ring_bits(len(clients)), length=ctx.length)
+            else:
+                route.forward_up(stage)
             agg = agg.handle(route.aggregator_inbox(stage))
         if not isinstance(agg, server.Completed):
             raise UnexpectedMessageError("the aggregator did not complete the round")

@@ -36,6 +36,7 @@ DEFAULTS: Mapping[str, Any] = {
     "adversarial_rate": 0.1,
     "signatures": False,
     "prg": "aes-ctr",
+    "relay_sum": False,
 }
 
 
@@ -76,8 +77,9 @@ def validate(params: Mapping[str, Any]) -> list[str]:
         r = p[rate]
         if isinstance(r, bool) or not isinstance(r, (int, float)) or not 0 <= r < 1:
             problems.append(f"{rate!r} must be in [0, 1), got {r!r}")
-    if not isinstance(p["signatures"], bool):
-        problems.append(f"'signatures' must be true or false, got {p['signatures']!r}")
+    for flag in ("signatures", "relay_sum"):
+        if not isinstance(p[flag], bool):
+            problems.append(f"{flag!r} must be true or false, got {p[flag]!r}")
     if p["prg"] not in {g.value for g in Prg}:
         problems.append(f"'prg' must be one of {sorted(g.value for g in Prg)}, got {p['prg']!r}")
     return problems
@@ -97,6 +99,7 @@ class Settings:
     adversarial_rate: float = 0.1
     signatures: bool = False
     prg: Prg = Prg.AES_CTR
+    relay_sum: bool = False
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> Settings:
@@ -115,6 +118,7 @@ class Settings:
             adversarial_rate=float(p["adversarial_rate"]),
             signatures=bool(p["signatures"]),
             prg=Prg(p["prg"]),
+            relay_sum=bool(p["relay_sum"]),
         )
 
     def graph(self, n: int) -> tuple[int, int]:

@@ -8,7 +8,13 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from securefg.errors import ConfigError, InvalidInputError, RingTooSmallError, TooFewSurvivorsError
+from securefg.errors import (
+    ConfigError,
+    InvalidInputError,
+    RingTooSmallError,
+    TooFewSurvivorsError,
+    UnexpectedMessageError,
+)
 from securefg.federation.envelope import Form
 from securefg.protocol.secure_sum import SecureSum
 from securefg.protocol.secure_sum.constants import NAME, ShareKind, Stage
@@ -185,6 +191,47 @@ def test_peer_sum_survives_dropouts_and_the_server_only_relays_sealed_bytes(worl
     q = mech.settings.quantizer(len(inputs))
     plain = {q.quantize(v.numpy()).tobytes() for v in inputs.values()}
     assert not any(p in (r.payload or b"") for r in target for p in plain)
+
+
+def test_relay_sum_sends_the_target_one_masked_vector_and_stays_exact_under_dropouts(world: World) -> None:
+    mech = SecureSum(degree=5, threshold=2, relay_sum=True, clip=4.0, resolution=2.0**-20)
+    inputs = world.inputs(1000, exclude="client/0")
+    dropouts = {Stage.MASKED_INPUT.value: {"client/2"}, Stage.UNMASK.value: {"client/3"}}
+    out = mech.run_peer_sum(world.call(mech, tag="p", dropouts=dropouts), "client/0", inputs)
+    assert out.contributors == ("client/1", "client/3", "client/4", "client/5")
+    assert mech.last_report is not None
+    err = float((out.total - sum(inputs[c] for c in out.contributors)).abs().max())
+    assert err <= mech.last_report.error_bound
+    transcript = world.transport.transcript
+    down = [r for r in transcript.view("client/0") if r.stage == Stage.MASKED_INPUT.value]
+    bits = mech.settings.ring_bits(5)
+    assert len(down) == 1 and down[0].form is Form.MASKED and down[0].payload_bytes < 10 + 1000 * bits // 8 + 200
+    up = [r for r in transcript.records(tag="p") if r.stage == Stage.MASKED_INPUT.value and r.receiver == "server"
+          and r.sender != "client/0"]  # the target's own messages at this stage route shares down
+    assert {r.sender for r in up} == {"client/1", "client/3", "client/4", "client/5"}
+    assert {r.form for r in up} == {Form.MASKED}
+    q = mech.settings.quantizer(5)
+    plain = {q.quantize(v.numpy()).tobytes() for v in inputs.values()}
+    assert not any(p in (r.payload or b"") for r in transcript.view("server") for p in plain)
+
+
+def test_the_target_refuses_a_relay_sum_naming_clients_it_did_not_ask(world: World) -> None:
+    from securefg.protocol.secure_sum import relay_sum
+
+    def lying_forward(route, *, clients, bits, length):  # type: ignore[no-untyped-def]
+        route.transport.receive(route.relay, tag=route.tag, round=route.round, stage=Stage.MASKED_INPUT.value)
+        route.up_from_relay(Stage.MASKED_INPUT, relay_sum.encode_summed(["client/1", "client/1"], np.zeros(length, dtype=np.uint64), bits))
+
+    mech = SecureSum(degree=5, threshold=2, relay_sum=True)
+    original = relay_sum.forward_sum
+    import securefg.protocol.secure_sum.mechanism as mechanism_module
+
+    mechanism_module.forward_sum = lying_forward  # type: ignore[assignment]
+    try:
+        with pytest.raises(UnexpectedMessageError, match="names clients that were not asked, or twice"):
+            mech.run_peer_sum(world.call(mech, tag="p"), "client/0", world.inputs(10, exclude="client/0"))
+    finally:
+        mechanism_module.forward_sum = original
 
 
 def test_wrong_shape_inputs_are_refused_before_anything_is_sent(world: World) -> None:
