@@ -17,9 +17,38 @@ from securefg.federation.flatten import Layout, flatten, unflatten
 from securefg.federation.party import SERVER, Party
 from securefg.federation.transport import InProcessTransport
 from securefg.protocol.mechanism import ExchangeCall, ExchangeKind
-from securefg.protocol.stack import ProtocolStack, Resolved
+from securefg.protocol.stack import WIRE_DTYPES, ProtocolStack, Resolved
 
 Tensors = Mapping[str, torch.Tensor]
+
+
+def to_wire(res: Resolved, tag: str, tensors: Tensors) -> dict[str, torch.Tensor]:
+    """The tensors as they travel: floating ones cast to the binding's ``wire_dtype``, if any.
+
+    Raises:
+        InvalidInputError: a finite value that the wire precision cannot hold (e.g. > 65504 in
+            float16): say so rather than send Inf.
+    """
+    dtype = WIRE_DTYPES.get(res.binding.wire_dtype or "")
+    if dtype is None:
+        return dict(tensors)
+    out = {}
+    for name, t in tensors.items():
+        if t.is_floating_point() and t.dtype != dtype:
+            cast = t.detach().to(dtype)
+            if not bool(torch.isfinite(cast).all()) and bool(torch.isfinite(t).all()):
+                raise InvalidInputError(
+                    f"{tag!r}: {name!r} has values beyond the range of wire_dtype {res.binding.wire_dtype!r}; "
+                    "use a wider wire_dtype for this tag in the stack"
+                )
+            t = cast
+        out[name] = t
+    return out
+
+
+def from_wire(decoded: Mapping[str, torch.Tensor], like: Tensors) -> dict[str, torch.Tensor]:
+    """The receiver's tensors back in the dtypes the exchange was called with."""
+    return {k: v.to(like[k].dtype) if v.dtype != like[k].dtype else v for k, v in decoded.items()}
 
 
 class Exchange:
@@ -78,15 +107,17 @@ class Exchange:
         """Server -> clients. Returns each receiving client's decoded copy."""
         res, call = self._call(tag, ExchangeKind.BROADCAST)
         receivers = list(to) if to is not None else self.clients
-        spec = TensorSpec.like(tensors)
-        got = res.mechanism.run_broadcast(call, encode_tensors(tensors), receivers)
-        return {pid: decode_tensors(b, spec=spec) for pid, b in got.items()}
+        wire = to_wire(res, tag, tensors)
+        spec = TensorSpec.like(wire)
+        got = res.mechanism.run_broadcast(call, encode_tensors(wire), receivers)
+        return {pid: from_wire(decode_tensors(b, spec=spec), tensors) for pid, b in got.items()}
 
     def send(self, tag: str, tensors: Tensors, *, sender: str, receiver: str) -> dict[str, torch.Tensor]:
         """Point to point. Returns the receiver's decoded copy."""
         res, call = self._call(tag, ExchangeKind.SEND)
-        got = res.mechanism.run_send(call, encode_tensors(tensors), sender, receiver)
-        return decode_tensors(got, spec=TensorSpec.like(tensors))
+        wire = to_wire(res, tag, tensors)
+        got = res.mechanism.run_send(call, encode_tensors(wire), sender, receiver)
+        return from_wire(decode_tensors(got, spec=TensorSpec.like(wire)), tensors)
 
     def relay(
         self, tag: str, items: Mapping[str, bytes], *, exclude_self: bool = True, shuffle: bool = True
@@ -253,8 +284,11 @@ class Exchange:
         spec = specs[0]
         if any(s != spec for s in specs):
             raise InvalidInputError(f"{tag!r}: outputs have different tensor names, shapes or dtypes")
-        got = res.mechanism.run_reply(call, {nym: encode_tensors(t) for nym, t in outputs.items()})
-        return {pid: decode_tensors(b, spec=spec) for pid, b in got.items()}
+        like = next(iter(outputs.values()))
+        wire = {nym: to_wire(res, tag, t) for nym, t in outputs.items()}
+        wire_spec = TensorSpec.like(next(iter(wire.values())))
+        got = res.mechanism.run_reply(call, {nym: encode_tensors(t) for nym, t in wire.items()})
+        return {pid: from_wire(decode_tensors(b, spec=wire_spec), like) for pid, b in got.items()}
 
     def tags(self) -> dict[str, ExchangeKind]:
         """Every tag used so far and its exchange kind."""
