@@ -68,7 +68,10 @@ def secure_sum_row(params: dict[str, Any], kind: ExchangeKind, *, n: int, m: int
     senders = [c for c in clients if c != target]
     scale = min(float(mech.settings.clip), 1.0)
     rng = np.random.default_rng(seed)
-    inputs = {c: torch.from_numpy(rng.uniform(-scale, scale, size=m)) for c in senders}
+    values = {c: rng.uniform(-scale, scale, size=m) for c in senders}
+    if (mech.settings.resolution or 0) >= 1:  # a count tag: integer inputs, as the method sends
+        values = {c: np.rint(v * 100) for c, v in values.items()}
+    inputs = {c: torch.from_numpy(v) for c, v in values.items()}
     call = ExchangeCall(transport=transport, parties=parties, round=0, tag="bench", params=mech.params)
     start = time.perf_counter()
     out = mech.run_peer_sum(call, target, inputs) if target else mech.run_aggregate(call, inputs)
