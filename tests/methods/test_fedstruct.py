@@ -5,10 +5,10 @@ Small CSBM graphs (150 nodes, 3 clients, L_s = 3) keep every test to a few secon
 
 from __future__ import annotations
 
-import tomllib
 from typing import Any
 
 import pytest
+import tomllib
 import torch
 
 from securefg.data.partition import RandomPartitioner, client_subgraphs

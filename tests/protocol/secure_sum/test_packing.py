@@ -8,7 +8,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from securefg.errors import CodecError, InvalidInputError
-from securefg.protocol.secure_sum.packing import decode_packed, encode_packed, pack_bits, packed_size, unpack_bits
+from securefg.protocol.secure_sum.packing import (
+    decode_packed,
+    encode_packed,
+    pack_bits,
+    packed_size,
+    unpack_bits,
+)
 
 
 @settings(max_examples=120, deadline=None)
