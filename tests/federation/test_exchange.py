@@ -114,3 +114,12 @@ def test_wire_dtype_refuses_values_beyond_its_range_and_unknown_names():
         ex.broadcast("m", {"x": torch.tensor([1e5])})
     with pytest.raises(Exception, match="'wire_dtype' must be one of"):
         _wire_stack("float8")
+
+
+def test_a_plain_sum_sends_no_weight_entry_so_the_clip_need_only_cover_the_values():
+    ex = _ex(2)
+    xs = {c: {"a": torch.ones(5)} for c in ex.clients}
+    assert torch.equal(ex.aggregate("s", xs, mean=False)["a"], torch.full((5,), 2.0))
+    sizes = {r.payload_bytes for r in ex.transport.transcript}
+    ex.aggregate("m", xs)  # a mean appends each client's weight: one value more
+    assert {r.payload_bytes for r in ex.transport.transcript if r.tag == "m"} == {sizes.pop() + 8}
