@@ -153,9 +153,10 @@ class Exchange:
     ) -> dict[str, torch.Tensor]:
         """The server learns Σ_k w_k x_k (divided by Σ_k w_k over survivors when ``mean``).
 
-        For a mean, each client appends its weight to its weighted vector, so the weight total
-        over the clients that actually survived comes out of the same protected sum; a plain sum
-        (``mean=False``) appends nothing, so a tag's clip need only cover the values.
+        Each client appends its weight to its weighted vector, so the weight total over the
+        clients that actually survived comes out of the same protected sum; a plain sum
+        (``mean=False``, no weights, no side inputs) appends nothing, so a tag's clip need only
+        cover the values.
 
         ``side`` gives each client small public counts (e.g. how much weight it puts on each
         model block) that are summed in the same protected sum, like the weight: not weighted,
@@ -177,6 +178,7 @@ class Exchange:
             if clash:
                 raise InvalidInputError(f"{tag!r}: side names {sorted(clash)} are also input names")
         weighted = {}
+        with_weight = mean or weights is not None or side is not None
         for pid, vec in vecs.items():
             w = 1.0 if weights is None else float(weights[pid])
             if not w >= 0:
@@ -185,11 +187,11 @@ class Exchange:
             for t in res.transforms:
                 v = t.client(call, pid, v)
             extra = side_vecs.get(pid, torch.zeros(0, dtype=torch.float64))
-            weight = torch.tensor([w] if mean else [], dtype=torch.float64)
+            weight = torch.tensor([w] if with_weight else [], dtype=torch.float64)
             weighted[pid] = torch.cat([v, extra, weight])
         outcome = res.mechanism.run_aggregate(call, weighted)
         total = outcome.total[: layout.size]
-        wsum = float(outcome.total[-1]) if mean else float("nan")
+        wsum = float(outcome.total[-1]) if with_weight else float("nan")
         for t in res.transforms:
             total = t.server(call, total, outcome.contributors)
         if mean:
