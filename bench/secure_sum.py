@@ -3,12 +3,15 @@
 1. Mask expansion: the raw AES-256-CTR keystream rate of ``cryptography`` on this machine vs
    our expansion + in-place modular add of one mask into a 2^64 accumulator; prints their ratio.
 2. End to end, ``aggregate`` over the in-process transport for n in {10, 100} clients and
-   m in {1e5, 1e6} values: mean client seconds (time in its stage handlers), server seconds
-   (time in the aggregator's stage handlers), payload bytes per client from the transcript,
-   and the expansion vs the plaintext mechanism's bytes per client on the same inputs.
+   m in {1e5, 1e6} values in [-1, 1] at resolution 2^-26 (``bits = "auto"``: a 34-bit ring at
+   n = 100, masked inputs bit-packed): mean client seconds (time in its stage handlers), server
+   seconds (time in the aggregator's stage handlers), payload bytes per client from the
+   transcript, the expansion vs the plaintext mechanism's bytes per client on the same inputs
+   (float64 uploads) and vs the float32 payload (4 bytes per value).
 3. If ``flwr`` imports, Flower's SecAgg+ mask generator (``pseudo_rand_gen``) on the same m.
 
-The last line is ``mask_rate_vs_aes=<ratio>``. Options: ``--quick`` (small sizes only).
+The last lines are ``expansion_vs_float32=<ratio>`` (the largest n and m) and
+``mask_rate_vs_aes=<ratio>``. Options: ``--quick`` (small sizes only).
 """
 
 from __future__ import annotations
@@ -63,6 +66,10 @@ def mask_rates(m: int, repeats: int) -> dict[str, float]:
     return rates
 
 
+BENCH_RING: dict[str, object] = {"clip": 1.0, "resolution": 2.0**-26}
+"""Inputs in [-1, 1] summed at resolution 2^-26: the smallest ring, 34 bits at n = 100."""
+
+
 class StageTimer:
     """Accumulates time spent in client and aggregator stage handlers (bench-only wrapper)."""
 
@@ -103,10 +110,10 @@ def end_to_end(n: int, m: int, *, drop_fraction: float = 0.0,
                clock: Callable[[], float] = time.perf_counter, params: dict[str, object] | None = None) -> dict[str, float]:
     clients = [client_id(i) for i in range(n)]
     rng = np.random.default_rng(n * 7919 + m)
-    inputs = {c: torch.from_numpy(rng.normal(size=m)) for c in clients}
+    inputs = {c: torch.from_numpy(rng.uniform(-1.0, 1.0, size=m)) for c in clients}
     dropped = frozenset(clients[: int(drop_fraction * n)])
     row: dict[str, float] = {}
-    for mech in (Plaintext(), SecureSum(**(params or {}))):
+    for mech in (Plaintext(), SecureSum(**(params if params is not None else BENCH_RING))):
         transport = InProcessTransport(["server", *clients])
         parties = {p: Party(p) for p in transport.parties}
         dropouts = {"secure_sum/masked_input": dropped} if isinstance(mech, SecureSum) else {}
@@ -130,6 +137,8 @@ def end_to_end(n: int, m: int, *, drop_fraction: float = 0.0,
                 degree=mech.last_report.degree,
                 threshold=mech.last_report.threshold,
                 max_err=err,
+                ring_bits=mech.settings.ring_bits(n),
+                vs_float32=per_client / (m * 4),
             )
         else:
             row["plain_bytes_per_client"] = per_client
@@ -179,16 +188,22 @@ def main() -> None:
     else:
         print("   flower: flwr not importable; comparison skipped")
 
-    print("\n# end to end aggregate (in-process transport, default stack params: 2^64 ring, Harary k/t from the helper)")
-    header = f"{'n':>4} {'m':>8} {'drop':>5} {'k':>3} {'t':>3} {'client s':>9} {'server s':>9} {'wall s':>7} {'MB/client':>10} {'expansion':>9} {'max err':>9}"
+    print("\n# end to end aggregate (in-process transport, clip 1 at resolution 2^-26, ring sized to n, Harary k/t from the helper)")
+    header = (f"{'n':>4} {'m':>8} {'drop':>5} {'k':>3} {'t':>3} {'bits':>4} {'client s':>9} {'server s':>9} {'wall s':>7} "
+              f"{'MB/client':>10} {'expansion':>9} {'vs f32':>7} {'max err':>9}")
     print(header)
     runs = [(n, mm, 0.0) for n, mm in sizes] + ([(100, 10**6, 0.1)] if not args.quick else [(30, 10**4, 0.1)])
+    largest: dict[str, float] = {}
     for n, mm, drop in runs:
         r = end_to_end(n, mm, drop_fraction=drop)
         print(
-            f"{n:>4} {mm:>8} {drop:>5.0%} {r['degree']:>3.0f} {r['threshold']:>3.0f} {r['client_s']:>9.3f} "
-            f"{r['server_s']:>9.3f} {r['wall_s']:>7.2f} {r['bytes_per_client'] / 1e6:>10.3f} {r['expansion']:>9.3f} {r['max_err']:>9.2e}"
+            f"{n:>4} {mm:>8} {drop:>5.0%} {r['degree']:>3.0f} {r['threshold']:>3.0f} {r['ring_bits']:>4.0f} {r['client_s']:>9.3f} "
+            f"{r['server_s']:>9.3f} {r['wall_s']:>7.2f} {r['bytes_per_client'] / 1e6:>10.3f} {r['expansion']:>9.3f} "
+            f"{r['vs_float32']:>7.3f} {r['max_err']:>9.2e}"
         )
+        if drop == 0 and (n, mm) >= (largest.get("n", 0), largest.get("m", 0)):
+            largest = {"n": n, "m": mm, "vs_float32": r["vs_float32"]}
+    print(f"n={largest['n']:.0f} m={largest['m']:.0f} expansion_vs_float32={largest['vs_float32']:.3f}")
     ratio = rates["aes-ctr_ours"] / rates["aes-ctr_raw"]
     print(f"mask_rate_vs_aes={ratio:.3f}")
 

@@ -65,6 +65,10 @@ class OverflowRiskError(MechanismError):
     """A fixed-point encoding would overflow its ring for the given number of summands."""
 
 
+class RingTooSmallError(OverflowRiskError):
+    """A secure-sum ring cannot hold the stack's clip for n summands at the resolution asked for."""
+
+
 class UnexpectedMessageError(ProtocolError):
     """A well-authenticated message arrived where the protocol does not expect it.
 

@@ -58,7 +58,7 @@ class UpdateProfile:
     residuals through the owner's peer sum)."""
     weighted: bool = True
     """The upload ends with the client's public weight (``aggregate``); ``False``: the vector alone
-    (``personalized_aggregate``, FED-PUB)."""
+    (``personalized_aggregate``, FED-PUB; a plain unweighted sum, FedStruct's gradients)."""
     initial_only: bool = False
     """Only the initial model is broadcast (FED-PUB: later each client starts from its own mix),
     so every round's update is measured from it: the change since initialisation."""
@@ -68,7 +68,7 @@ PROFILES = (
     UpdateProfile("fedavg/model", "fedavg/update", True),
     UpdateProfile("cefgc/init", "cefgc/weights", False),
     UpdateProfile("fedstruct/model", "fedstruct/update", True, model_key="", gradient=True,
-                  not_model=frozenset({"num_labeled", "nsf_grad"}), head="f."),
+                  not_model=frozenset({"num_labeled", "nsf_grad"}), head="f.", weighted=False),
     UpdateProfile("fedpub/model", "fedpub/weights", False, model_key="", weighted=False, initial_only=True),
 )
 

@@ -40,6 +40,7 @@ _DTYPES: dict[int, tuple[np.dtype, torch.dtype]] = {
     9: (np.dtype("?"), torch.bool),
     10: (np.dtype("<u4"), torch.uint32),
     11: (np.dtype("<u8"), torch.uint64),
+    12: (np.dtype("<u2"), torch.bfloat16),  # numpy has no bfloat16: raw 16-bit words
 }
 _CODE_OF = {tdt: code for code, (_, tdt) in _DTYPES.items()}
 
@@ -96,7 +97,10 @@ def encode_tensors(tensors: Mapping[str, torch.Tensor]) -> bytes:
         raw_name = name.encode("utf-8")
         if len(raw_name) > 0xFFFF:
             raise CodecError(f"field name of {len(raw_name)} bytes is too long")
-        arr = t.detach().to("cpu").contiguous().numpy().astype(_DTYPES[code][0], copy=False)
+        flat = t.detach().to("cpu").contiguous()
+        if t.dtype == torch.bfloat16:
+            flat = flat.view(torch.int16)
+        arr = flat.numpy().astype(_DTYPES[code][0], copy=False)
         data = arr.tobytes()
         parts.append(struct.pack("<H", len(raw_name)))
         parts.append(raw_name)
@@ -176,6 +180,8 @@ def decode_tensors(
         buf = r.take(nbytes, f"{name!r} data")
         arr = np.frombuffer(buf, dtype=np_dtype).reshape(shape).copy()
         t = torch.from_numpy(arr)
+        if code == _CODE_OF[torch.bfloat16]:
+            t = t.view(torch.int16).view(torch.bfloat16)
         if not allow_nonfinite and t.is_floating_point() and not torch.isfinite(t).all():
             raise CodecError(f"{name!r} contains NaN or Inf")
         out[name] = t

@@ -17,9 +17,38 @@ from securefg.federation.flatten import Layout, flatten, unflatten
 from securefg.federation.party import SERVER, Party
 from securefg.federation.transport import InProcessTransport
 from securefg.protocol.mechanism import ExchangeCall, ExchangeKind
-from securefg.protocol.stack import ProtocolStack, Resolved
+from securefg.protocol.stack import WIRE_DTYPES, ProtocolStack, Resolved
 
 Tensors = Mapping[str, torch.Tensor]
+
+
+def to_wire(res: Resolved, tag: str, tensors: Tensors) -> dict[str, torch.Tensor]:
+    """The tensors as they travel: floating ones cast to the binding's ``wire_dtype``, if any.
+
+    Raises:
+        InvalidInputError: a finite value that the wire precision cannot hold (e.g. > 65504 in
+            float16): say so rather than send Inf.
+    """
+    dtype = WIRE_DTYPES.get(res.binding.wire_dtype or "")
+    if dtype is None:
+        return dict(tensors)
+    out = {}
+    for name, t in tensors.items():
+        if t.is_floating_point() and t.dtype != dtype:
+            cast = t.detach().to(dtype)
+            if not bool(torch.isfinite(cast).all()) and bool(torch.isfinite(t).all()):
+                raise InvalidInputError(
+                    f"{tag!r}: {name!r} has values beyond the range of wire_dtype {res.binding.wire_dtype!r}; "
+                    "use a wider wire_dtype for this tag in the stack"
+                )
+            t = cast
+        out[name] = t
+    return out
+
+
+def from_wire(decoded: Mapping[str, torch.Tensor], like: Tensors) -> dict[str, torch.Tensor]:
+    """The receiver's tensors back in the dtypes the exchange was called with."""
+    return {k: v.to(like[k].dtype) if v.dtype != like[k].dtype else v for k, v in decoded.items()}
 
 
 class Exchange:
@@ -78,15 +107,17 @@ class Exchange:
         """Server -> clients. Returns each receiving client's decoded copy."""
         res, call = self._call(tag, ExchangeKind.BROADCAST)
         receivers = list(to) if to is not None else self.clients
-        spec = TensorSpec.like(tensors)
-        got = res.mechanism.run_broadcast(call, encode_tensors(tensors), receivers)
-        return {pid: decode_tensors(b, spec=spec) for pid, b in got.items()}
+        wire = to_wire(res, tag, tensors)
+        spec = TensorSpec.like(wire)
+        got = res.mechanism.run_broadcast(call, encode_tensors(wire), receivers)
+        return {pid: from_wire(decode_tensors(b, spec=spec), tensors) for pid, b in got.items()}
 
     def send(self, tag: str, tensors: Tensors, *, sender: str, receiver: str) -> dict[str, torch.Tensor]:
         """Point to point. Returns the receiver's decoded copy."""
         res, call = self._call(tag, ExchangeKind.SEND)
-        got = res.mechanism.run_send(call, encode_tensors(tensors), sender, receiver)
-        return decode_tensors(got, spec=TensorSpec.like(tensors))
+        wire = to_wire(res, tag, tensors)
+        got = res.mechanism.run_send(call, encode_tensors(wire), sender, receiver)
+        return from_wire(decode_tensors(got, spec=TensorSpec.like(wire)), tensors)
 
     def relay(
         self, tag: str, items: Mapping[str, bytes], *, exclude_self: bool = True, shuffle: bool = True
@@ -123,7 +154,9 @@ class Exchange:
         """The server learns Σ_k w_k x_k (divided by Σ_k w_k over survivors when ``mean``).
 
         Each client appends its weight to its weighted vector, so the weight total over the
-        clients that actually survived comes out of the same protected sum.
+        clients that actually survived comes out of the same protected sum; a plain sum
+        (``mean=False``, no weights, no side inputs) appends nothing, so a tag's clip need only
+        cover the values.
 
         ``side`` gives each client small public counts (e.g. how much weight it puts on each
         model block) that are summed in the same protected sum, like the weight: not weighted,
@@ -145,6 +178,7 @@ class Exchange:
             if clash:
                 raise InvalidInputError(f"{tag!r}: side names {sorted(clash)} are also input names")
         weighted = {}
+        with_weight = mean or weights is not None or side is not None
         for pid, vec in vecs.items():
             w = 1.0 if weights is None else float(weights[pid])
             if not w >= 0:
@@ -153,9 +187,11 @@ class Exchange:
             for t in res.transforms:
                 v = t.client(call, pid, v)
             extra = side_vecs.get(pid, torch.zeros(0, dtype=torch.float64))
-            weighted[pid] = torch.cat([v, extra, torch.tensor([w], dtype=torch.float64)])
+            weight = torch.tensor([w] if with_weight else [], dtype=torch.float64)
+            weighted[pid] = torch.cat([v, extra, weight])
         outcome = res.mechanism.run_aggregate(call, weighted)
-        total, wsum = outcome.total[: layout.size], float(outcome.total[-1])
+        total = outcome.total[: layout.size]
+        wsum = float(outcome.total[-1]) if with_weight else float("nan")
         for t in res.transforms:
             total = t.server(call, total, outcome.contributors)
         if mean:
@@ -253,8 +289,11 @@ class Exchange:
         spec = specs[0]
         if any(s != spec for s in specs):
             raise InvalidInputError(f"{tag!r}: outputs have different tensor names, shapes or dtypes")
-        got = res.mechanism.run_reply(call, {nym: encode_tensors(t) for nym, t in outputs.items()})
-        return {pid: decode_tensors(b, spec=spec) for pid, b in got.items()}
+        like = next(iter(outputs.values()))
+        wire = {nym: to_wire(res, tag, t) for nym, t in outputs.items()}
+        wire_spec = TensorSpec.like(next(iter(wire.values())))
+        got = res.mechanism.run_reply(call, {nym: encode_tensors(t) for nym, t in wire.items()})
+        return {pid: from_wire(decode_tensors(b, spec=wire_spec), like) for pid, b in got.items()}
 
     def tags(self) -> dict[str, ExchangeKind]:
         """Every tag used so far and its exchange kind."""

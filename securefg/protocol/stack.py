@@ -14,6 +14,10 @@ and its parameters, plus optional transforms (DP noise, clipping)::
     params = { threshold = 0.6 }
     transforms = [{ name = "dp_gaussian", noise_multiplier = 1.0, clip = 1.0 }]
 
+``wire_dtype`` (``"float32"``, ``"float16"`` or ``"bfloat16"``) on a tensor exchange
+(``broadcast``, ``send``, ``reply``) sends its floating tensors at that precision; the receiver
+gets them back in their own dtype. Leave it out to send tensors as they are.
+
 Every problem in a file is collected and raised once as a :class:`ConfigError` with one line
 per problem and the file path. A tag no pattern matches is an error, never plaintext.
 """
@@ -27,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from securefg.errors import ConfigError, UnboundTagError
 from securefg.protocol.mechanism import (
     ExchangeKind,
@@ -37,7 +43,9 @@ from securefg.protocol.mechanism import (
 )
 from securefg.toml_files import read_named_toml, top_level_problems
 
-_BINDING_KEYS = {"mechanism", "params", "transforms"}
+_BINDING_KEYS = {"mechanism", "params", "transforms", "wire_dtype"}
+WIRE_DTYPES = {"float64": torch.float64, "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+"""Precisions a binding's ``wire_dtype`` may ask for floating tensors to travel in."""
 _TOP_KEYS = {"name", "description", "tags"}
 
 
@@ -63,6 +71,8 @@ class Binding:
     mechanism: str
     params: Mapping[str, Any] = field(default_factory=dict)
     transforms: tuple[TransformSpec, ...] = ()
+    wire_dtype: str | None = None
+    """Floating tensors of a tensor exchange travel in this precision (``None``: as they are)."""
 
     @property
     def specificity(self) -> tuple[int, int]:
@@ -150,7 +160,11 @@ class ProtocolStack:
                     problems.append(f"tags.{pattern!r}: transforms[{i}] needs a 'name'")
                     continue
                 specs.append(TransformSpec(t["name"], {k: v for k, v in t.items() if k != "name"}))
-            bindings.append(Binding(pattern, mech, dict(params), tuple(specs)))
+            wire = table.get("wire_dtype")
+            if wire is not None and wire not in WIRE_DTYPES:
+                problems.append(f"tags.{pattern!r}: 'wire_dtype' must be one of {sorted(WIRE_DTYPES)}, got {wire!r}")
+                wire = None
+            bindings.append(Binding(pattern, mech, dict(params), tuple(specs), wire))
         if problems:
             raise ConfigError(f"invalid protocol stack {source}:\n" + "\n".join(f"- {p}" for p in problems))
         return cls(str(name), bindings, description=str(data.get("description", "")), source=source)
@@ -205,6 +219,7 @@ class ProtocolStack:
                     "mechanism": b.mechanism,
                     "params": dict(b.params),
                     "transforms": [{"name": t.name, **t.params} for t in b.transforms],
+                    **({"wire_dtype": b.wire_dtype} if b.wire_dtype else {}),
                 }
                 for b in self.bindings
             },

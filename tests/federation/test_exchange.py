@@ -91,3 +91,35 @@ def test_relay_excludes_self_and_delivers_everything_else():
     out = ex.relay("r", {c: c.encode() for c in ex.clients})
     for c, items in out.items():
         assert sorted(items) == sorted(o.encode() for o in ex.clients if o != c)
+
+
+def _wire_stack(dtype):
+    return ProtocolStack.from_dict({"name": "w", "tags": {"*": {"mechanism": "plaintext", "wire_dtype": dtype}}})
+
+
+@pytest.mark.parametrize(("dtype", "itemsize", "tol"), [("float32", 4, 1e-7), ("float16", 2, 1e-3), ("bfloat16", 2, 4e-3)])
+def test_wire_dtype_shrinks_a_broadcast_and_the_receiver_gets_its_own_dtype_back(dtype, itemsize, tol):
+    x = torch.linspace(-3, 3, 1000, dtype=torch.float64)
+    ex = _ex(2, _wire_stack(dtype))
+    got = ex.broadcast("m", {"x": x, "n": torch.tensor([7])})
+    assert got["client/0"]["x"].dtype == torch.float64 and torch.equal(got["client/0"]["n"], torch.tensor([7]))
+    assert float((got["client/0"]["x"] - x).abs().max()) <= tol * 3
+    sizes = {r.payload_bytes for r in ex.transport.transcript}
+    assert len(sizes) == 1 and 1000 * itemsize < sizes.pop() < 1000 * itemsize + 100
+
+
+def test_wire_dtype_refuses_values_beyond_its_range_and_unknown_names():
+    ex = _ex(2, _wire_stack("float16"))
+    with pytest.raises(InvalidInputError, match="beyond the range of wire_dtype 'float16'"):
+        ex.broadcast("m", {"x": torch.tensor([1e5])})
+    with pytest.raises(Exception, match="'wire_dtype' must be one of"):
+        _wire_stack("float8")
+
+
+def test_a_plain_sum_sends_no_weight_entry_so_the_clip_need_only_cover_the_values():
+    ex = _ex(2)
+    xs = {c: {"a": torch.ones(5)} for c in ex.clients}
+    assert torch.equal(ex.aggregate("s", xs, mean=False)["a"], torch.full((5,), 2.0))
+    sizes = {r.payload_bytes for r in ex.transport.transcript}
+    ex.aggregate("m", xs)  # a mean appends each client's weight: one value more
+    assert {r.payload_bytes for r in ex.transport.transcript if r.tag == "m"} == {sizes.pop() + 8}

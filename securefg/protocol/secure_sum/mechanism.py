@@ -37,6 +37,7 @@ from securefg.protocol.secure_sum.client import AdvertiseKeys, ClientStage
 from securefg.protocol.secure_sum.constants import NAME, ClientDropReason, Stage
 from securefg.protocol.secure_sum.context import AggregatorContext, CallInfo, ClientContext
 from securefg.protocol.secure_sum.harary import harary_graph
+from securefg.protocol.secure_sum.relay_sum import forward_sum
 from securefg.protocol.secure_sum.route import Route
 from securefg.protocol.secure_sum.settings import DEFAULTS, Settings, validate
 
@@ -54,6 +55,8 @@ class SecureSumReport:
     drops: Mapping[str, ClientDropReason]
     error_bound: float
     """Worst-case absolute error per element of the returned sum (see ``quantize.py``)."""
+    ring_bits: int = 64
+    """Bits per element of the ring the call used (and of each packed masked input)."""
 
 
 @register_mechanism
@@ -61,7 +64,13 @@ class SecureSum(Mechanism):
     """Masked secure sum with dropouts (SecAgg+), for ``aggregate`` and ``peer_sum``.
 
     Args:
-        bits (int): Ring Z_{2^bits}, 32 or 64. (default: ``64``)
+        bits (int | str): Ring Z_{2^bits}: ``"auto"`` sizes it per call to the smallest ring that
+            holds n summands of ``clip`` at ``resolution`` (2^64 when no resolution is given); an
+            integer in 2..64 pins it. Masked inputs travel bit-packed, ``bits`` bits per element.
+            (default: ``"auto"``)
+        resolution (float, optional): Coarsest fixed-point step acceptable, in (0, 1]; a pinned
+            ring that cannot give it is refused (:class:`~securefg.errors.RingTooSmallError`).
+            (default: :obj:`None`)
         clip (float): Largest |value| encoded (after the exchange's weighting). (default: ``2**24``)
         on_clip (str): ``"error"`` or ``"saturate"`` beyond the clip. (default: ``"error"``)
         threshold (int | float, optional): Shares to reconstruct, as a count or a fraction of
@@ -72,6 +81,10 @@ class SecureSum(Mechanism):
         adversarial_rate (float): Colluding fraction the helper plans for. (default: ``0.1``)
         signatures (bool): Run the Ed25519 consistency check. (default: :obj:`False`)
         prg (str): ``"aes-ctr"`` or ``"chacha20"`` mask expansion. (default: ``"aes-ctr"``)
+        relay_sum (bool): ``peer_sum`` only: the relaying server adds the masked inputs and
+            forwards one sum to the target (one vector down instead of n; the relay could then
+            corrupt the sum undetected, see :mod:`~securefg.protocol.secure_sum.relay_sum`).
+            (default: :obj:`False`)
     """
 
     name = NAME
@@ -100,7 +113,8 @@ class SecureSum(Mechanism):
     # ---------------------------------------------------------------------------------------
     def _run(self, call: ExchangeCall, aggregator: str, inputs: Mapping[str, torch.Tensor]) -> SumOutcome:
         vectors = _check_inputs(call.tag, inputs)
-        route = Route(call.transport, relay=call.server, aggregator=aggregator, round=call.round, tag=call.tag)
+        route = Route(call.transport, relay=call.server, aggregator=aggregator, round=call.round, tag=call.tag,
+                      sum_at_relay=self.settings.relay_sum)
         info = CallInfo(call.transport.session, call.round, call.tag, self.settings, route)
         parties = sorted({*vectors, aggregator, call.server})
         try:
@@ -141,13 +155,16 @@ class SecureSum(Mechanism):
                 if msgs:  # the aggregator did not ask a client it dropped
                     stages[pid] = stages[pid].handle(msgs[0])
                     call.state_of(pid, NAME)["calls"][key] = stages[pid]
-            route.forward_up(stage)
+            if route.sum_at_relay and stage is Stage.MASKED_INPUT:  # the relay knows n, m and the stack
+                forward_sum(route, clients=clients, bits=self.settings.ring_bits(len(clients)), length=ctx.length)
+            else:
+                route.forward_up(stage)
             agg = agg.handle(route.aggregator_inbox(stage))
         if not isinstance(agg, server.Completed):
             raise UnexpectedMessageError("the aggregator did not complete the round")
         report = SecureSumReport(
             call.tag, call.round, route.aggregator, degree, threshold, agg.contributors, dict(ctx.drops),
-            ctx.quantizer.error_bound(len(agg.contributors)),
+            ctx.quantizer.error_bound(len(agg.contributors)), ctx.quantizer.bits,
         )
         call.state_of(route.aggregator, NAME).setdefault("reports", {})[key] = report
         self.last_report = report

@@ -3,8 +3,11 @@
 The keystream comes from ``cryptography`` (OpenSSL): AES-256-CTR (default) or ChaCha20,
 keyed by the seed with an all-zero initial counter block. Each seed keys exactly one
 expansion (seeds are fresh per round, tag and pair), so the fixed counter is safe. The ring is
-a power of two, so reading the little-endian keystream words as ``uint32``/``uint64`` gives
-exactly uniform ring elements: no rejection sampling, no folding of the seed.
+a power of two, so reading the little-endian keystream as words of 16, 32 or 64 bits (the
+narrowest that holds ``bits``; :func:`ring_dtype`) and keeping their low ``bits`` bits gives
+exactly uniform ring elements: no rejection sampling, no folding of the seed. Arithmetic mod
+2^16/2^32/2^64 reduces correctly mod 2^bits, so masks are added as whole words and the
+reduction (``& (2^bits - 1)``) happens once, when the vector is packed or decoded.
 
 Speed: the keystream is produced chunk by chunk into a cache-sized buffer with
 ``update_into`` and added to (or subtracted from) the accumulator in place by numpy, so the
@@ -49,11 +52,20 @@ def keystream_cipher(prg: Prg, key: bytes, nonce: bytes = bytes(16)) -> CipherCo
     return Cipher(algorithms.ChaCha20(key, nonce), mode=None).encryptor()
 
 
+MAX_RING_BITS = 64
+"""The widest ring: elements are held in machine words."""
+
+
 def ring_dtype(bits: int) -> np.dtype:
-    """The unsigned numpy dtype of the ring Z_{2^bits} (``bits`` is 32 or 64)."""
-    if bits not in (32, 64):
-        raise InvalidInputError(f"ring size must be 2^32 or 2^64, got 2^{bits}")
-    return np.dtype("<u4") if bits == 32 else np.dtype("<u8")
+    """The unsigned word that holds elements of Z_{2^bits}: 16, 32 or 64 bits (``bits`` in 1..64)."""
+    if isinstance(bits, bool) or not isinstance(bits, int) or not 1 <= bits <= MAX_RING_BITS:
+        raise InvalidInputError(f"ring size must be 2^1 .. 2^{MAX_RING_BITS}, got 2^{bits}")
+    return np.dtype("<u2") if bits <= 16 else np.dtype("<u4") if bits <= 32 else np.dtype("<u8")
+
+
+def ring_mask(bits: int) -> int:
+    """``2^bits - 1``: AND a word with it to reduce it into Z_{2^bits}."""
+    return (1 << bits) - 1
 
 
 class MaskExpander:
@@ -63,11 +75,13 @@ class MaskExpander:
 
     Args:
         prg (Prg): The stream cipher. (default: AES-256-CTR)
-        bits (int): Ring size exponent, 32 or 64. (default: ``64``)
+        bits (int): Ring size exponent, 1..64; masks are words of :func:`ring_dtype` (bits).
+            (default: ``64``)
     """
 
     def __init__(self, prg: Prg = Prg.AES_CTR, bits: int = 64) -> None:
         self.prg = Prg(prg)
+        self.bits = bits
         self.dtype = ring_dtype(bits)
         nbytes = CHUNK_WORDS * self.dtype.itemsize
         self._zeros = bytearray(nbytes)
@@ -76,13 +90,16 @@ class MaskExpander:
         self._words = np.frombuffer(self._out, dtype=self.dtype, count=CHUNK_WORDS)
 
     def expand(self, seed: bytes, length: int) -> np.ndarray:
-        """The mask of ``length`` ring elements for ``seed`` (a fresh array)."""
+        """The mask of ``length`` ring elements for ``seed`` (a fresh array, reduced mod 2^bits)."""
         out = np.zeros(length, dtype=self.dtype)
         self.add_into(out, seed)
+        if self.bits < 8 * self.dtype.itemsize:
+            out &= self.dtype.type(ring_mask(self.bits))
         return out
 
     def add_into(self, acc: np.ndarray, seed: bytes, *, subtract: bool = False) -> None:
-        """``acc += mask(seed)`` (or ``-=``) modulo 2^bits, in place.
+        """``acc += mask(seed)`` (or ``-=``) modulo the word size, in place; hence also modulo
+        2^bits once the caller reduces ``acc``.
 
         Raises:
             InvalidInputError: if ``acc`` is not a contiguous 1-D array of the ring dtype.

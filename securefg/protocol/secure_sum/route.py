@@ -9,7 +9,9 @@ For ``peer_sum(target=i)`` the aggregator is client ``i`` and the server is a pu
 Clients never talk to each other or to the target directly. In relayed mode, every payload
 after AdvertiseKeys is also sealed end to end between the client and the target (X25519 of the
 client's ``c`` key and the target's per-round key, HKDF per stage and direction, ChaCha20-
-Poly1305), so the relay sees only public keys and ciphertexts (``Form.SEALED``).
+Poly1305), so the relay sees only public keys and ciphertexts (``Form.SEALED``); with
+``sum_at_relay`` the masked inputs are the exception: they travel masked (``Form.MASKED``) and
+the relay adds them up and forwards one sum (:mod:`~securefg.protocol.secure_sum.relay_sum`).
 """
 
 from __future__ import annotations
@@ -51,14 +53,20 @@ class Route:
         aggregator (str): Who learns the sum: the server, or the ``peer_sum`` target.
         round (int): The call's round.
         tag (str): The call's message tag.
+        sum_at_relay (bool): In relayed mode, the relay adds the masked inputs and forwards
+            their sum. (default: :obj:`False`)
     """
 
-    def __init__(self, transport: InProcessTransport, *, relay: str, aggregator: str, round: int, tag: str) -> None:
+    def __init__(
+        self, transport: InProcessTransport, *, relay: str, aggregator: str, round: int, tag: str,
+        sum_at_relay: bool = False,
+    ) -> None:
         self.transport = transport
         self.relay = relay
         self.aggregator = aggregator
         self.round = round
         self.tag = tag
+        self.sum_at_relay = sum_at_relay and relay != aggregator
 
     @property
     def relayed(self) -> bool:
@@ -67,6 +75,8 @@ class Route:
 
     def sealed(self, stage: Stage) -> bool:
         """Whether ``stage``'s payloads travel sealed end to end (relayed mode, after keys)."""
+        if self.sum_at_relay and stage is Stage.MASKED_INPUT:
+            return False
         return self.relayed and stage is not Stage.ADVERTISE_KEYS
 
     def _send(self, sender: str, receiver: str, stage: Stage, payload: bytes, form: Form) -> None:
@@ -89,6 +99,10 @@ class Route:
             self._send(self.aggregator, self.relay, stage, wrapped, self._form(stage))
         else:
             self._send(self.aggregator, receiver, stage, payload, STAGE_FORM[stage])
+
+    def up_from_relay(self, stage: Stage, payload: bytes) -> None:
+        """As the relay: send the aggregator a message of the relay's own (its masked sum)."""
+        self._send(self.relay, self.aggregator, stage, length_prefixed(self.relay.encode(), payload), STAGE_FORM[stage])
 
     # ------------------------------------------------------------------ relaying (as server)
     def forward_up(self, stage: Stage) -> None:

@@ -1,8 +1,14 @@
 """The secure sum's parameters, as read from a protocol stack, and what follows from them.
 
-Both sides hold the same stack, so a client derives ``(k, t)`` and the fixed-point scale from
-its own settings and the client count the server announces, and refuses a server whose claims
-differ.
+Both sides hold the same stack, so a client derives ``(k, t)``, the ring size and the
+fixed-point scale from its own settings and the client count the server announces, and refuses
+a server whose claims differ (a masked input in another ring fails to decode).
+
+Ring size: ``bits = "auto"`` (the default) with a ``resolution`` sizes the ring per call to the
+smallest that holds ``n`` summands of ``clip`` at that resolution (:meth:`Quantizer.fit`);
+``"auto"`` without a resolution keeps the widest ring, 2^64, at the finest resolution it fits.
+An integer ``bits`` pins the ring; with a ``resolution`` too it is refused
+(:class:`~securefg.errors.RingTooSmallError`) when it cannot give that resolution.
 """
 
 from __future__ import annotations
@@ -11,13 +17,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from securefg.errors import ConfigError
+from securefg.errors import ConfigError, InvalidInputError, OverflowRiskError
 from securefg.protocol.secure_sum.harary import choose_parameters, effective_degree, resolve_threshold
-from securefg.protocol.secure_sum.prg import Prg
-from securefg.protocol.secure_sum.quantize import Quantizer
+from securefg.protocol.secure_sum.prg import MAX_RING_BITS, Prg
+from securefg.protocol.secure_sum.quantize import MIN_RING_BITS, Quantizer
+
+AUTO = "auto"
+"""``bits = "auto"``: the smallest ring for the clip, resolution and client count."""
 
 DEFAULTS: Mapping[str, Any] = {
-    "bits": 64,
+    "bits": AUTO,
+    "resolution": None,
     "clip": 2.0**24,
     "on_clip": "error",
     "threshold": None,
@@ -26,6 +36,7 @@ DEFAULTS: Mapping[str, Any] = {
     "adversarial_rate": 0.1,
     "signatures": False,
     "prg": "aes-ctr",
+    "relay_sum": False,
 }
 
 
@@ -33,10 +44,22 @@ def validate(params: Mapping[str, Any]) -> list[str]:
     """One message per invalid parameter value (unknown keys are the base class's job)."""
     p = {**DEFAULTS, **params}
     problems = []
-    if p["bits"] not in (32, 64):
-        problems.append(f"'bits' must be 32 or 64, got {p['bits']!r}")
-    if isinstance(p["clip"], bool) or not isinstance(p["clip"], (int, float)) or not p["clip"] > 0:
+    bits = p["bits"]
+    if bits != AUTO and (isinstance(bits, bool) or not isinstance(bits, int) or not MIN_RING_BITS <= bits <= MAX_RING_BITS):
+        problems.append(f"'bits' must be \"{AUTO}\" or an integer in {MIN_RING_BITS}..{MAX_RING_BITS}, got {bits!r}")
+    clip_ok = not isinstance(p["clip"], bool) and isinstance(p["clip"], (int, float)) and p["clip"] > 0
+    if not clip_ok:
         problems.append(f"'clip' must be a positive number, got {p['clip']!r}")
+    r = p["resolution"]
+    r_ok = r is None or (not isinstance(r, bool) and isinstance(r, (int, float)) and 0 < r <= 1)
+    if not r_ok:
+        problems.append(f"'resolution' must be a number in (0, 1] (the coarsest fixed-point step), got {r!r}")
+    if clip_ok and r_ok and r is not None and not problems:
+        try:  # even two summands must fit (the smallest sum there is)
+            Quantizer(bits=bits, clip=float(p["clip"]), summands=2, resolution=float(r)) if bits != AUTO else \
+                Quantizer.fit(clip=float(p["clip"]), resolution=float(r), summands=2)
+        except (OverflowRiskError, InvalidInputError) as exc:
+            problems.append(str(exc))
     if p["on_clip"] not in ("error", "saturate"):
         problems.append(f"'on_clip' must be 'error' or 'saturate', got {p['on_clip']!r}")
     t = p["threshold"]
@@ -54,8 +77,9 @@ def validate(params: Mapping[str, Any]) -> list[str]:
         r = p[rate]
         if isinstance(r, bool) or not isinstance(r, (int, float)) or not 0 <= r < 1:
             problems.append(f"{rate!r} must be in [0, 1), got {r!r}")
-    if not isinstance(p["signatures"], bool):
-        problems.append(f"'signatures' must be true or false, got {p['signatures']!r}")
+    for flag in ("signatures", "relay_sum"):
+        if not isinstance(p[flag], bool):
+            problems.append(f"{flag!r} must be true or false, got {p[flag]!r}")
     if p["prg"] not in {g.value for g in Prg}:
         problems.append(f"'prg' must be one of {sorted(g.value for g in Prg)}, got {p['prg']!r}")
     return problems
@@ -65,7 +89,8 @@ def validate(params: Mapping[str, Any]) -> list[str]:
 class Settings:
     """Validated secure-sum parameters (see :class:`~securefg.protocol.secure_sum.SecureSum`)."""
 
-    bits: int = 64
+    bits: int | str = AUTO
+    resolution: float | None = None
     clip: float = 2.0**24
     on_clip: str = "error"
     threshold: int | float | None = None
@@ -74,6 +99,7 @@ class Settings:
     adversarial_rate: float = 0.1
     signatures: bool = False
     prg: Prg = Prg.AES_CTR
+    relay_sum: bool = False
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> Settings:
@@ -82,7 +108,8 @@ class Settings:
             raise ConfigError("invalid secure_sum parameters:\n" + "\n".join(f"- {p}" for p in problems))
         p = {**DEFAULTS, **params}
         return cls(
-            bits=int(p["bits"]),
+            bits=p["bits"] if p["bits"] == AUTO else int(p["bits"]),
+            resolution=None if p["resolution"] is None else float(p["resolution"]),
             clip=float(p["clip"]),
             on_clip=str(p["on_clip"]),
             threshold=p["threshold"],
@@ -91,6 +118,7 @@ class Settings:
             adversarial_rate=float(p["adversarial_rate"]),
             signatures=bool(p["signatures"]),
             prg=Prg(p["prg"]),
+            relay_sum=bool(p["relay_sum"]),
         )
 
     def graph(self, n: int) -> tuple[int, int]:
@@ -103,8 +131,21 @@ class Settings:
         return k, resolve_threshold(self.threshold, k, min(default_t, k))
 
     def quantizer(self, n: int) -> Quantizer:
-        """The fixed-point codec for sums of ``n`` vectors."""
-        return Quantizer(bits=self.bits, clip=self.clip, summands=max(n, 1), on_clip=self.on_clip)
+        """The fixed-point codec (and ring) for sums of ``n`` vectors.
+
+        Raises:
+            RingTooSmallError: a pinned ring (or even 2^64) too small for ``n`` summands of the
+                clip at the resolution asked for.
+        """
+        n = max(n, 1)
+        if self.bits == AUTO and self.resolution is not None:
+            return Quantizer.fit(clip=self.clip, resolution=self.resolution, summands=n, on_clip=self.on_clip)
+        bits = MAX_RING_BITS if self.bits == AUTO else int(self.bits)
+        return Quantizer(bits=bits, clip=self.clip, summands=n, on_clip=self.on_clip, resolution=self.resolution)
+
+    def ring_bits(self, n: int) -> int:
+        """Bits per element of the ring a sum of ``n`` vectors uses (and sends, bit-packed)."""
+        return self.quantizer(n).bits
 
     def min_survivors(self, threshold: int) -> int:
         """Fewest masked inputs the aggregator may unmask: ``max(t, 2)``; one input is no sum."""

@@ -8,7 +8,13 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from securefg.errors import ConfigError, InvalidInputError, TooFewSurvivorsError
+from securefg.errors import (
+    ConfigError,
+    InvalidInputError,
+    RingTooSmallError,
+    TooFewSurvivorsError,
+    UnexpectedMessageError,
+)
 from securefg.federation.envelope import Form
 from securefg.protocol.secure_sum import SecureSum
 from securefg.protocol.secure_sum.constants import NAME, ShareKind, Stage
@@ -60,13 +66,17 @@ def _oracle(clients, graph, t, offline, drop_at, signatures):  # type: ignore[no
     return u3
 
 
+RINGS = [{"bits": 32}, {"bits": 64}, {"resolution": 2.0**-10}, {"bits": 20, "resolution": 2.0**-12}]
+"""Pinned 2^32 / 2^64, an auto-sized ring (17 bits at n = 8) and a pinned 20-bit one."""
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data(), n=st.integers(2, 8), signatures=st.booleans(), bits=st.sampled_from([32, 64]))
-def test_protected_sum_equals_plaintext_sum_and_aborts_exactly_when_due(data, n, signatures, bits) -> None:  # type: ignore[no-untyped-def]
+@given(data=st.data(), n=st.integers(2, 8), signatures=st.booleans(), ring=st.sampled_from(RINGS))
+def test_protected_sum_equals_plaintext_sum_and_aborts_exactly_when_due(data, n, signatures, ring) -> None:  # type: ignore[no-untyped-def]
     world = World(n)
     degree = data.draw(st.sampled_from([None, 2, 4, n - 1]))
     threshold = data.draw(st.one_of(st.none(), st.integers(1, n)))
-    mech = SecureSum(degree=degree, threshold=threshold, signatures=signatures, bits=bits, clip=8.0)
+    mech = SecureSum(degree=degree, threshold=threshold, signatures=signatures, clip=8.0, **ring)
     stages = list(Stage.ordered(signatures=signatures))
     drop_at = {c: s for c in world.clients if (s := data.draw(st.sampled_from([None, None, *stages]))) is not None}
     offline = set(data.draw(st.lists(st.sampled_from(world.clients), max_size=2)))
@@ -95,6 +105,34 @@ def test_protected_sum_equals_plaintext_sum_and_aborts_exactly_when_due(data, n,
     assert all(torch.equal(inputs[c], before[c]) for c in inputs)  # inputs untouched
     _assert_never_both_share_kinds(world)
     assert all(world.transport.pending(p) == 0 for p in world.transport.parties)
+
+
+@pytest.mark.parametrize("ring", [{"resolution": 2.0**-8}, {"bits": 14, "resolution": 2.0**-8}])
+def test_small_rings_sum_exactly_under_dropouts_at_every_stage(ring: dict[str, float]) -> None:
+    """Inputs on the fixed-point grid: the masked sum over survivors equals the plaintext sum exactly."""
+    world = World(7)
+    mech = SecureSum(degree=6, threshold=3, clip=1.0, **ring)
+    bits = mech.settings.ring_bits(7)
+    assert bits == (14 if "bits" in ring else 12)  # auto: 7 * 2^8 <= 2^11 - 1
+    rng = np.random.default_rng(3)
+    inputs = {c: torch.from_numpy(rng.integers(-256, 257, size=1001) / 256.0) for c in world.clients}
+    inputs["client/0"][:3] = torch.tensor([1.0, -1.0, 1.0])  # extremes at the clip
+    dropouts = {Stage.SHARE_KEYS.value: {"client/1"}, Stage.MASKED_INPUT.value: {"client/2"},
+                Stage.UNMASK.value: {"client/3"}}
+    out = mech.run_aggregate(world.call(mech, dropouts=dropouts), inputs)
+    assert set(out.contributors) == {"client/0", "client/3", "client/4", "client/5", "client/6"}
+    assert torch.equal(out.total, sum(inputs[c] for c in out.contributors))
+    assert mech.last_report is not None and mech.last_report.ring_bits == bits
+    masked = [r for r in world.transport.transcript.view("server") if r.stage == Stage.MASKED_INPUT.value]
+    assert {r.payload_bytes for r in masked} == {10 + -(-1001 * bits // 8)}  # header + packed body
+
+
+def test_a_ring_too_small_for_the_client_count_is_refused_before_anything_is_sent() -> None:
+    world = World(9)
+    mech = SecureSum(bits=12, clip=1.0, resolution=2.0**-8)  # 8 summands fit 2^11 - 1, 9 do not
+    with pytest.raises(RingTooSmallError, match="2\\^12 ring holds 9 summands"):
+        mech.run_aggregate(world.call(mech), world.inputs(5, scale=0.1))
+    assert len(world.transport.transcript) == 0
 
 
 def _assert_never_both_share_kinds(world: World) -> None:
@@ -153,6 +191,47 @@ def test_peer_sum_survives_dropouts_and_the_server_only_relays_sealed_bytes(worl
     q = mech.settings.quantizer(len(inputs))
     plain = {q.quantize(v.numpy()).tobytes() for v in inputs.values()}
     assert not any(p in (r.payload or b"") for r in target for p in plain)
+
+
+def test_relay_sum_sends_the_target_one_masked_vector_and_stays_exact_under_dropouts(world: World) -> None:
+    mech = SecureSum(degree=5, threshold=2, relay_sum=True, clip=4.0, resolution=2.0**-20)
+    inputs = world.inputs(1000, exclude="client/0")
+    dropouts = {Stage.MASKED_INPUT.value: {"client/2"}, Stage.UNMASK.value: {"client/3"}}
+    out = mech.run_peer_sum(world.call(mech, tag="p", dropouts=dropouts), "client/0", inputs)
+    assert out.contributors == ("client/1", "client/3", "client/4", "client/5")
+    assert mech.last_report is not None
+    err = float((out.total - sum(inputs[c] for c in out.contributors)).abs().max())
+    assert err <= mech.last_report.error_bound
+    transcript = world.transport.transcript
+    down = [r for r in transcript.view("client/0") if r.stage == Stage.MASKED_INPUT.value]
+    bits = mech.settings.ring_bits(5)
+    assert len(down) == 1 and down[0].form is Form.MASKED and down[0].payload_bytes < 10 + 1000 * bits // 8 + 200
+    up = [r for r in transcript.records(tag="p") if r.stage == Stage.MASKED_INPUT.value and r.receiver == "server"
+          and r.sender != "client/0"]  # the target's own messages at this stage route shares down
+    assert {r.sender for r in up} == {"client/1", "client/3", "client/4", "client/5"}
+    assert {r.form for r in up} == {Form.MASKED}
+    q = mech.settings.quantizer(5)
+    plain = {q.quantize(v.numpy()).tobytes() for v in inputs.values()}
+    assert not any(p in (r.payload or b"") for r in transcript.view("server") for p in plain)
+
+
+def test_the_target_refuses_a_relay_sum_naming_clients_it_did_not_ask(world: World) -> None:
+    from securefg.protocol.secure_sum import relay_sum
+
+    def lying_forward(route, *, clients, bits, length):  # type: ignore[no-untyped-def]
+        route.transport.receive(route.relay, tag=route.tag, round=route.round, stage=Stage.MASKED_INPUT.value)
+        route.up_from_relay(Stage.MASKED_INPUT, relay_sum.encode_summed(["client/1", "client/1"], np.zeros(length, dtype=np.uint64), bits))
+
+    mech = SecureSum(degree=5, threshold=2, relay_sum=True)
+    original = relay_sum.forward_sum
+    import securefg.protocol.secure_sum.mechanism as mechanism_module
+
+    mechanism_module.forward_sum = lying_forward  # type: ignore[assignment]
+    try:
+        with pytest.raises(UnexpectedMessageError, match="names clients that were not asked, or twice"):
+            mech.run_peer_sum(world.call(mech, tag="p"), "client/0", world.inputs(10, exclude="client/0"))
+    finally:
+        mechanism_module.forward_sum = original
 
 
 def test_wrong_shape_inputs_are_refused_before_anything_is_sent(world: World) -> None:

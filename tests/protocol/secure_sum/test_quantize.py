@@ -7,13 +7,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from securefg.errors import InvalidInputError, OverflowRiskError
+from securefg.errors import ConfigError, InvalidInputError, OverflowRiskError, RingTooSmallError
+from securefg.protocol.secure_sum.prg import ring_dtype
 from securefg.protocol.secure_sum.quantize import Quantizer
+from securefg.protocol.secure_sum.settings import Settings
 
 
 @settings(max_examples=40, deadline=None)
 @given(
-    bits=st.sampled_from([32, 64]),
+    bits=st.sampled_from([12, 20, 31, 32, 33, 47, 64]),
     n=st.integers(1, 60),
     clip=st.floats(1e-3, 1e6),
     seed=st.integers(0, 2**32 - 1),
@@ -26,7 +28,7 @@ def test_dequantized_ring_sum_is_within_the_stated_bound(bits: int, n: int, clip
     rng = np.random.default_rng(seed)
     xs = rng.uniform(-clip, clip, size=(n, 50))
     xs[0, :2] = (clip, -clip)  # the extremes must not wrap
-    total = np.zeros(50, dtype=f"<u{bits // 8}")
+    total = np.zeros(50, dtype=ring_dtype(bits))
     for x in xs:
         total += q.quantize(x)
     exact = np.array([float(sum(map(float, col))) for col in xs.T])  # independent float sum
@@ -60,3 +62,38 @@ def test_value_beyond_the_clip_saturates_when_asked() -> None:
 def test_nan_input_is_refused() -> None:
     with pytest.raises(InvalidInputError, match="must be finite"):
         Quantizer(bits=64, clip=1.0, summands=2).quantize(np.array([np.nan]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 1000), clip=st.floats(1e-3, 1e4), f=st.integers(0, 40))
+def test_fit_picks_the_smallest_ring_that_holds_n_summands_at_the_resolution(n: int, clip: float, f: int) -> None:
+    try:
+        q = Quantizer.fit(clip=clip, resolution=2.0**-f, summands=n)
+    except RingTooSmallError:
+        assert n * np.ceil(clip * 2.0**f) > 2**63 - 1
+        return
+    assert q.step <= 2.0**-f
+    assert n * np.ceil(clip * 2.0**q.fraction_bits) <= 2 ** (q.bits - 1) - 1
+    if q.bits > 2:  # one bit fewer would not give the resolution
+        with pytest.raises(RingTooSmallError):
+            Quantizer(bits=q.bits - 1, clip=clip, summands=n, resolution=2.0**-f)
+
+
+def test_the_bench_ring_is_34_bits_for_100_summands_of_1_at_2_to_the_minus_26() -> None:
+    assert Quantizer.fit(clip=1.0, resolution=2.0**-26, summands=100).bits == 34
+
+
+def test_a_pinned_ring_too_small_for_clip_n_and_resolution_is_refused_with_what_to_do() -> None:
+    settings_ = Settings.from_params({"bits": 16, "clip": 1.0, "resolution": 2.0**-10})
+    assert settings_.ring_bits(10) == 16  # 10 * 2^10 < 2^15
+    with pytest.raises(RingTooSmallError, match=r"use bits >= 17 or 'bits = \"auto\"'"):
+        settings_.quantizer(40)  # 40 * 2^10 > 2^15 - 1
+    with pytest.raises(RingTooSmallError, match="more than 2\\^64"):
+        Settings.from_params({"clip": 2.0**30, "resolution": 2.0**-31}).quantizer(10)
+    with pytest.raises(ConfigError, match="need a 2\\^73 ring"):  # not even two summands fit
+        Settings.from_params({"clip": 2.0**40, "resolution": 2.0**-30})
+
+
+def test_auto_without_a_resolution_keeps_the_64_bit_ring() -> None:
+    assert Settings.from_params({}).ring_bits(100) == 64
+    assert Settings.from_params({"resolution": 2.0**-20, "clip": 1.0}).ring_bits(10) == 25

@@ -7,9 +7,9 @@ import pytest
 from scipy.stats import chisquare
 
 from securefg.errors import AuthenticationError, ReplayError, UnexpectedMessageError
-from securefg.federation.codec import decode_tensors
 from securefg.protocol.secure_sum import SecureSum
 from securefg.protocol.secure_sum.constants import Stage
+from securefg.protocol.secure_sum.packing import decode_packed, pack_bits
 
 from .conftest import Harness, World
 
@@ -19,15 +19,18 @@ def _byte_pvalue(data: bytes) -> float:
     return float(chisquare(counts).pvalue)
 
 
-def test_server_view_of_masked_inputs_is_uniform_bytes_even_for_constant_inputs() -> None:
+@pytest.mark.parametrize("ring", [{"bits": 64}, {"resolution": 2.0**-12}])
+def test_server_view_of_masked_inputs_is_uniform_bytes_even_for_constant_inputs(ring: dict[str, object]) -> None:
     world = World(5)
-    mech = SecureSum(degree=4, threshold=3, bits=64, clip=4.0)
+    mech = SecureSum(degree=4, threshold=3, clip=4.0, **ring)
     inputs = {c: np.ones(20_000) for c in world.clients}
     import torch
 
+    bits = mech.settings.ring_bits(5)
+    assert bits == (64 if "bits" in ring else 18)  # 5 * 4 * 2^12 < 2^17: 17 bits and a sign bit
     mech.run_aggregate(world.call(mech), {c: torch.from_numpy(v) for c, v in inputs.items()})
     masked = [
-        decode_tensors(r.payload)["y"].numpy().tobytes()
+        pack_bits(decode_packed(r.payload, bits=bits, length=20_000), bits)
         for r in world.transport.transcript.view("server")
         if r.stage == Stage.MASKED_INPUT.value and r.payload is not None
     ]
@@ -35,7 +38,7 @@ def test_server_view_of_masked_inputs_is_uniform_bytes_even_for_constant_inputs(
     for blob in masked:
         assert _byte_pvalue(blob) > 1e-6
     # The same test flags the unmasked encoding, so it can fail.
-    plain = mech.settings.quantizer(5).quantize(inputs["client/0"]).tobytes()
+    plain = pack_bits(mech.settings.quantizer(5).quantize(inputs["client/0"]), bits)
     assert _byte_pvalue(plain) < 1e-6
 
 

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import torch
-
 from securefg.errors import CodecError
-from securefg.federation.codec import encode_tensors
 from securefg.protocol.secure_sum import crypto, shamir
 from securefg.protocol.secure_sum.client.base import ClientStage
 from securefg.protocol.secure_sum.client.consistency_check import ConsistencyCheck
 from securefg.protocol.secure_sum.client.unmask import Unmask
 from securefg.protocol.secure_sum.constants import AbortReason, Domain, Stage
 from securefg.protocol.secure_sum.messages import decode_addressed, decode_share_plaintext
+from securefg.protocol.secure_sum.packing import encode_packed
 from securefg.protocol.secure_sum.prg import MaskExpander
 
 
@@ -23,6 +21,8 @@ class MaskedInput(ClientStage):
     .. math::
         y_i = q(x_i) + \mathrm{PRG}(b_i) + \sum_{j \in U, i < j} \mathrm{PRG}(s_{ij})
               - \sum_{j \in U, j < i} \mathrm{PRG}(s_{ij}) \pmod{2^{bits}}
+
+    sent bit-packed (``bits`` bits per element, :mod:`~securefg.protocol.secure_sum.packing`).
 
     Refuses shares from a party it did not exchange keys with, a sender listed twice, fewer
     than ``t`` senders (Bonawitz's ``|U_2| >= t``); a share that fails authentication or names
@@ -56,8 +56,9 @@ class MaskedInput(ClientStage):
             ctx.held[sender] = (shamir.decode_share(s_share), shamir.decode_share(b_share))
 
         settings = ctx.info.settings
-        acc = settings.quantizer(len(ctx.clients)).quantize(ctx.vector)
-        expander = MaskExpander(settings.prg, settings.bits)
+        quantizer = settings.quantizer(len(ctx.clients))
+        acc = quantizer.quantize(ctx.vector)
+        expander = MaskExpander(settings.prg, quantizer.bits)
         expander.add_into(acc, ctx.b_seed)
         for peer in sorted(senders):
             seed = crypto.pairwise_seed(
@@ -65,6 +66,6 @@ class MaskedInput(ClientStage):
                 tag=ctx.info.tag, pair=(ctx.pid, peer),
             )
             expander.add_into(acc, seed, subtract=peer < ctx.pid)
-        ctx.send(Stage.MASKED_INPUT, encode_tensors({"y": torch.from_numpy(acc)}))
+        ctx.send(Stage.MASKED_INPUT, encode_packed(acc, quantizer.bits))
         ctx.vector = ctx.vector[:0]  # the input is no longer needed
         return ConsistencyCheck(ctx) if settings.signatures else Unmask(ctx)

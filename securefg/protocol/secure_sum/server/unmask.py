@@ -70,7 +70,7 @@ class Unmask(ServerStage):
         assert ctx.masked_sum is not None
         total = ctx.masked_sum
         settings = ctx.info.settings
-        expander = MaskExpander(settings.prg, settings.bits)
+        expander = MaskExpander(settings.prg, ctx.quantizer.bits)
         for owner in sorted(alive):
             expander.add_into(total, shamir.reconstruct(shares[ShareKind.SELF_MASK][owner], ctx.threshold), subtract=True)
         for owner in dead:
