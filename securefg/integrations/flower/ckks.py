@@ -19,7 +19,8 @@ The key holder is the ``keyholder`` party's process when the run has one, else a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 
@@ -212,10 +213,16 @@ class NodeCKKS:
 
     def upload_sum_input(self, tag: str, round: int, vector: torch.Tensor) -> None:
         """``ckks`` aggregate: encrypt this client's prepared input and send it to the server."""
-        keys, call = self.keys.call(tag, round, ExchangeKind.AGGREGATE)
+        self._encrypt_to_server(tag, round, ExchangeKind.AGGREGATE, lambda preset: vector)
+
+    def _encrypt_to_server(self, tag: str, round: int, kind: ExchangeKind,
+                           prepare: Callable[[Any], torch.Tensor]) -> None:
+        """Install this call's keys, encrypt ``prepare(preset)`` and upload it to the server."""
+        pid = self.rt.party.pid
+        keys, call = self.keys.call(tag, round, kind)
         self.keys.install(keys, call)
-        ct = keys.context_of(call, self.rt.party.pid).encrypt(vector)
-        self.rt.transport.send(Envelope(self.rt.party.pid, (SERVER,), round, tag, ct.to_bytes(), stage=Stage.UPLOAD,
+        ct = keys.context_of(call, pid).encrypt(prepare(keys.preset))
+        self.rt.transport.send(Envelope(pid, (SERVER,), round, tag, ct.to_bytes(), stage=Stage.UPLOAD,
                                         form=Form.CIPHERTEXT))
 
     # ------------------------------------------------------------------ client actions
@@ -223,12 +230,9 @@ class NodeCKKS:
         pid, key = self.rt.party.pid, (step.tag, step.round)
         if key not in self.similarity_inputs:
             raise InvalidInputError(f"{pid} has no input prepared for similarity {step.tag!r} round {step.round}")
-        keys, call = self.keys.call(step.tag, step.round, ExchangeKind.SIMILARITY)
-        self.keys.install(keys, call)
-        x = prepare_input(self.similarity_inputs.pop(key), str(step.info.get("metric", "cosine")), keys.preset, pid)
-        ct = keys.context_of(call, pid).encrypt(x)
-        self.rt.transport.send(Envelope(pid, (SERVER,), step.round, step.tag, ct.to_bytes(), stage=Stage.UPLOAD,
-                                        form=Form.CIPHERTEXT))
+        raw, metric = self.similarity_inputs.pop(key), str(step.info.get("metric", "cosine"))
+        self._encrypt_to_server(step.tag, step.round, ExchangeKind.SIMILARITY,
+                                lambda preset: prepare_input(raw, metric, preset, pid))
 
     def _on_relay_upload(self, step: Step) -> None:
         pid, key = self.rt.party.pid, (step.tag, step.round)
