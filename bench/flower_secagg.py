@@ -170,6 +170,11 @@ def flower_secaggplus(n: int, m: int, *, drop: int, num_shares: int, threshold: 
     }
 
 
+def _median_run(runs: list[dict[str, float]]) -> dict[str, float]:
+    """Per-figure median over repeated runs of one side."""
+    return {key: statistics.median(r[key] for r in runs) for key in runs[0]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=50)
@@ -177,6 +182,8 @@ def main() -> None:
     parser.add_argument("--drop", type=float, default=0.1, help="dropout rate (default 0.1)")
     parser.add_argument("--bits", type=int, choices=(32, 64), default=32,
                         help="our ring Z_2^bits; 32 (default) is Flower's modulus_range 2^32")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="interleaved runs of both; each figure is the median over them (default 3)")
     parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
                         help="cpu: this thread's CPU seconds (robust on a shared machine; default); wall: perf_counter")
     args = parser.parse_args()
@@ -189,11 +196,15 @@ def main() -> None:
     params = {"bits": args.bits, "clip": 8.0, "on_clip": "saturate"}
     warm = end_to_end(6, 1000, drop_fraction=0.2, clock=clock, params=params)  # warm-up: imports, first calls
     flower_secaggplus(6, 1000, drop=1, num_shares=int(warm["degree"]) + 1, threshold=int(warm["threshold"]), clock=clock)
-    ours = end_to_end(n, m, drop_fraction=args.drop, clock=clock, params=params)
-    k, t = int(ours["degree"]), int(ours["threshold"])
-    theirs = flower_secaggplus(n, m, drop=drop, num_shares=k + 1, threshold=t, clock=clock)
+    ours_runs, theirs_runs = [], []
+    for _ in range(max(1, args.repeat)):  # interleaved, so a noisy neighbour hits both sides alike
+        ours_runs.append(end_to_end(n, m, drop_fraction=args.drop, clock=clock, params=params))
+        k, t = int(ours_runs[-1]["degree"]), int(ours_runs[-1]["threshold"])
+        theirs_runs.append(flower_secaggplus(n, m, drop=drop, num_shares=k + 1, threshold=t, clock=clock))
+    ours, theirs = _median_run(ours_runs), _median_run(theirs_runs)
     print(f"# n={n} clients, m={m} values, {drop} dropped before masking, k={k} neighbours, t={t}, "
-          f"ours in Z_2^{args.bits} with clip 8, {args.clock} seconds (after a warm-up of both)")
+          f"ours in Z_2^{args.bits} with clip 8, {args.clock} seconds, median of {len(ours_runs)} interleaved runs "
+          f"(after a warm-up of both)")
     print(f"{'':>8} {'server s':>9} {'client s':>9} {'MB/client':>10} {'max err':>9}")
     for name, r in (("securefg", ours), ("flower", theirs)):
         print(f"{name:>8} {r['server_s']:>9.3f} {r['client_s']:>9.3f} {r['bytes_per_client'] / 1e6:>10.3f} {r['max_err']:>9.2e}")
