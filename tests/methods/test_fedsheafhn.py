@@ -293,3 +293,11 @@ def test_sgd_hypernetwork_step_of_one_over_n_moves_the_shared_bias_by_the_mean_u
     torch.testing.assert_close(server.hn.out.bias.detach() - bias, mean, rtol=1e-4, atol=1e-6)
     with pytest.raises(ConfigError, match="hn_optimizer"):
         _method(task, 1, hn_optimizer="rmsprop")
+
+
+def test_cosine_schedule_decays_the_hypernetwork_step_over_the_rounds() -> None:
+    _, fed, _ = _run(rounds=3, hn_lr_schedule="cosine", hn_lr=0.01)
+    lr = fed.server.state["sheafhn"].hn_opt.param_groups[0]["lr"]
+    assert lr == pytest.approx(0.0, abs=1e-12)  # 3 of 3 updates: cos(pi) -> 0
+    with pytest.raises(ConfigError, match="hn_lr_schedule"):
+        _method(_task(), 1, hn_lr_schedule="step")

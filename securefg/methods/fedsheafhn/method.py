@@ -43,7 +43,7 @@ from securefg.methods.fedsheafhn.client import (
     fine_tune,
     generated_shapes,
 )
-from securefg.methods.fedsheafhn.server import FEEDBACK_SIGNS, HN_OPTIMIZERS, SheafHNServer
+from securefg.methods.fedsheafhn.server import FEEDBACK_SIGNS, HN_LR_SCHEDULES, HN_OPTIMIZERS, SheafHNServer
 from securefg.methods.tasks import NodeTask
 from securefg.methods.training import TrainConfig, evaluate_node, train_node_epochs
 from securefg.models.gcn import GCN
@@ -88,6 +88,8 @@ class FedSheafHN(Method):
         hn_lr (float): (default: ``0.01``)
         hn_optimizer (str): ``"adam"`` (code), ``"sgd"`` (pFedHN) or ``"fedavg_bias"``; see
             :class:`.server.SheafHNServer`. (default: ``"adam"``)
+        hn_lr_schedule (str): ``"constant"`` (code) or ``"cosine"`` over ``--rounds``; see
+            :class:`.server.SheafHNServer`. (default: ``"constant"``)
         sheaf_hidden (int): Sheaf hidden channels. (default: ``20``)
         stalk_dim (int): Sheaf stalk dimension. (default: ``1``)
         sheaf_layers (int): Diffusion steps ``T_s``. (default: ``4``)
@@ -132,6 +134,7 @@ class FedSheafHN(Method):
         "hn_hidden": 64, "hn_dropout": 0.0, "hn_lr": 0.01, "sheaf_hidden": 20, "stalk_dim": 1, "sheaf_layers": 4,
         "sheaf_dropout": 0.0, "sheaf_lr": 0.02, "sheaf_wd": 5e-4, "feedback_sign": "pfedhn", "standardize": True,
         "generated_wd": 5e-4, "warm_start": "init", "hn_optimizer": "adam",
+        "hn_lr_schedule": "constant",
     }
 
     @classmethod
@@ -157,6 +160,8 @@ class FedSheafHN(Method):
                 problems.append(f"{key} must lie in [0, {high}), got {o[key]!r}")
         if o["warm_start"] not in WARM_STARTS:
             problems.append(f"warm_start must be one of {list(WARM_STARTS)}, got {o['warm_start']!r}")
+        if o["hn_lr_schedule"] not in HN_LR_SCHEDULES:
+            problems.append(f"hn_lr_schedule must be one of {list(HN_LR_SCHEDULES)}, got {o['hn_lr_schedule']!r}")
         if o["hn_optimizer"] not in HN_OPTIMIZERS:
             problems.append(f"hn_optimizer must be one of {list(HN_OPTIMIZERS)}, got {o['hn_optimizer']!r}")
         if o["feedback_sign"] not in FEEDBACK_SIGNS:
@@ -199,7 +204,7 @@ class FedSheafHN(Method):
                                  "layers": o["sheaf_layers"], "dropout": o["sheaf_dropout"]},
             hn_hidden=o["hn_hidden"], hn_dropout=o["hn_dropout"], hn_lr=o["hn_lr"], sheaf_lr=o["sheaf_lr"],
             sheaf_wd=o["sheaf_wd"], feedback_sign=o["feedback_sign"], standardize=o["standardize"],
-            hn_optimizer=o["hn_optimizer"],
+            hn_optimizer=o["hn_optimizer"], hn_lr_schedule=o["hn_lr_schedule"], rounds=self.config.rounds,
             base=torch.cat([p.detach().reshape(-1).cpu() for n, p in self.make_model().named_parameters()
                             if n.startswith(GENERATED_PREFIXES)]),
         )
@@ -266,7 +271,7 @@ class FedSheafHN(Method):
             "knn": o["knn"], "feedback_sign": o["feedback_sign"], "refresh_every": o["refresh_every"],
             "warmup_epochs": o["warmup_epochs"], "normalize_embedding": o["normalize_embedding"],
             "generated_wd": o["generated_wd"], "warm_start": o["warm_start"], "hn_optimizer": o["hn_optimizer"],
-            "hn_lr": o["hn_lr"],
+            "hn_lr": o["hn_lr"], "hn_lr_schedule": o["hn_lr_schedule"],
             "generated_floats_per_client": sum(math.prod(s) for s in generated_shapes(self.make_model()).values()),
             "seconds_per_round": sum(timing) / len(timing) if timing else None,
             "structural_leak": STRUCTURAL_LEAK,

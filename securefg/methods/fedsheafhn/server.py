@@ -24,6 +24,7 @@ from securefg.models.sheaf_diffusion import DiagSheafDiffusion
 
 FEEDBACK_SIGNS = ("pfedhn", "paper")
 HN_OPTIMIZERS = ("adam", "sgd", "fedavg_bias")
+HN_LR_SCHEDULES = ("constant", "cosine")
 
 
 def knn_graph(x: torch.Tensor, k: int) -> torch.Tensor:
@@ -68,6 +69,10 @@ class SheafHNServer:
             output bias only (the part every client shares, which then moves to the clients'
             mean fine-tuned weights each round, as FedAvg would) and Adam at ``hn_lr`` on the
             rest (the per-client part). (default: ``"adam"``)
+        hn_lr_schedule (str): ``"constant"`` (the code) or ``"cosine"``: the hypernetwork's step
+            decays from ``hn_lr`` towards 0 over ``rounds`` server updates, so the early rounds
+            move fast and the late ones settle. (default: ``"constant"``)
+        rounds (int): Server updates the schedule spans. (default: ``100``)
         sheaf_lr (float): Adam step of the sheaf model.
         sheaf_wd (float): Weight decay of the sheaf model.
         feedback_sign (str): ``"pfedhn"`` or ``"paper"`` (module docstring).
@@ -82,17 +87,22 @@ class SheafHNServer:
     def __init__(self, *, num_clients: int, embedding_dim: int, target_shapes: Mapping[str, tuple[int, ...]], knn: int,
                  sheaf: Mapping[str, float | int], hn_hidden: int, hn_dropout: float, hn_lr: float, sheaf_lr: float,
                  sheaf_wd: float, feedback_sign: str, standardize: bool = True,
-                 base: torch.Tensor | None = None, hn_optimizer: str = "adam") -> None:
+                 base: torch.Tensor | None = None, hn_optimizer: str = "adam",
+                 hn_lr_schedule: str = "constant", rounds: int = 100) -> None:
         if feedback_sign not in FEEDBACK_SIGNS:
             raise InvalidInputError(f"feedback_sign must be one of {list(FEEDBACK_SIGNS)}, got {feedback_sign!r}")
         if hn_optimizer not in HN_OPTIMIZERS:
             raise InvalidInputError(f"hn_optimizer must be one of {list(HN_OPTIMIZERS)}, got {hn_optimizer!r}")
+        if hn_lr_schedule not in HN_LR_SCHEDULES:
+            raise InvalidInputError(f"hn_lr_schedule must be one of {list(HN_LR_SCHEDULES)}, got {hn_lr_schedule!r}")
         self.sheaf = DiagSheafDiffusion(embedding_dim, embedding_dim, **sheaf)  # type: ignore[arg-type]
         self.hn = AttentionHypernetwork(num_clients, embedding_dim, target_shapes, hidden_channels=hn_hidden,
                                         dropout=hn_dropout, base=base)
         self.sheaf_opt = torch.optim.Adam(self.sheaf.parameters(), lr=sheaf_lr, weight_decay=sheaf_wd)
         self._bias_opt: torch.optim.Optimizer | None = None
         self.hn_opt = self._hn_optimizer(hn_optimizer, hn_lr, num_clients)
+        self.hn_schedule = (torch.optim.lr_scheduler.CosineAnnealingLR(self.hn_opt, T_max=max(1, rounds))
+                            if hn_lr_schedule == "cosine" else None)
         self.num_clients, self.knn, self.sign, self.standardize = num_clients, knn, feedback_sign, standardize
         self.order: list[str] = []  # pseudonyms, in row order (fixed by the first embeddings)
         self.x0: torch.Tensor | None = None
@@ -183,6 +193,8 @@ class SheafHNServer:
         self.hn_opt.step()
         if self._bias_opt is not None:
             self._bias_opt.step()
+        if self.hn_schedule is not None:
+            self.hn_schedule.step()
         self.sheaf_opt.step()
         self._out = None
         return float(delta.norm())
