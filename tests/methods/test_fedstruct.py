@@ -250,3 +250,45 @@ def test_a_cached_node2vec_table_trains_exactly_like_a_fresh_one(tmp_path: Any, 
     monkeypatch.setattr("securefg.methods.fedstruct.structure.train_node2vec", no_training)
     _, cached, _ = run(task, "plaintext", rounds=3, nsf="node2vec", node2vec_epochs=1)
     assert torch.equal(predictions(fresh), predictions(cached))
+
+
+def test_patience_stops_training_at_the_same_best_validation_round() -> None:
+    from securefg.experiment import RunConfig, run_experiment
+    from securefg.federation.runner import stop_round
+
+    def go(**options: Any) -> dict[str, Any]:
+        cfg = RunConfig(method="fedstruct", dataset="csbm", partition="random", clients=3, rounds=40, lr=0.05,
+                        protocol="plaintext", progress=False,
+                        options={"nsf": "degree", "structure_hops": 2, "structure_dim": 8, **options})
+        return run_experiment(cfg)
+
+    full, stopped = go(patience=0), go(patience=3)
+    vals = [h["mean_val"] for h in full["history"]]
+    assert full["rounds_run"] == 40 and "stopped_early" not in full
+    stop = next(r for r in range(40) if stop_round(vals[: r + 1], 3))
+    assert stop < 39  # the test must exercise an early stop
+    assert stopped["stopped_early"]["round"] == stop and stopped["rounds_run"] == stop + 1
+    assert stopped["history"] == full["history"][: stop + 1]  # stopping changes nothing before it
+    assert stopped["metrics"]["best_round"] == stop - 3  # reported at the best validation round
+    assert stopped["metrics"]["test_acc"] == full["history"][stop - 3]["mean_test"]
+    assert stopped["bytes_total"] < full["bytes_total"]
+
+
+def test_gradients_stay_inside_the_update_clip_so_saturate_never_fires(monkeypatch: Any) -> None:
+    """``fedstruct/update`` saturates beyond its clip (1/8): on the test graph nothing reaches it,
+    and Ā's entries stay inside theirs (``on_clip = "error"`` would have stopped the run)."""
+    from securefg.federation.exchange import Exchange
+
+    stack = ProtocolStack.load("fedstruct_secure")
+    clip = stack.resolve("fedstruct/update", ExchangeKind.AGGREGATE).mechanism.settings.quantizer(3).clip
+    peaks: list[float] = []
+    original = Exchange.aggregate
+
+    def recording(self: Exchange, tag: str, inputs: Any, **kw: Any) -> Any:
+        if tag == "fedstruct/update":
+            peaks.append(max(float(t.abs().max()) for d in inputs.values() for t in d.values()))
+        return original(self, tag, inputs, **kw)
+
+    monkeypatch.setattr(Exchange, "aggregate", recording)
+    run(small_task(seed=7), stack, rounds=5, nsf="hop2vec")
+    assert len(peaks) == 5 and 0 < max(peaks) < clip == 0.125
