@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,7 +54,7 @@ def stop_round(scores: list[float], patience: int) -> bool:
         return False
     best_at, best = -1, float("-inf")
     for i, s in enumerate(scores):
-        if s == s and s > best:  # NaN != NaN
+        if not math.isnan(s) and s > best:
             best_at, best = i, s
     return len(scores) - 1 - best_at >= patience
 

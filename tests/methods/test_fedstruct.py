@@ -67,11 +67,13 @@ def predictions(fed: Federation) -> torch.Tensor:
 
 
 def secure_at_full_precision() -> ProtocolStack:
-    """``fedstruct_secure`` with broadcasts at their own precision: only the masked sums'
-    fixed-point error separates it from plaintext."""
+    """``fedstruct_secure`` with broadcasts at their own precision and the gradient ring at
+    2^-24 (the shipped 2^-20 is measured on Cora/CiteSeer, docs/fedstruct.md): only the masked
+    sums' fixed-point error separates it from plaintext."""
     data = tomllib.loads((protocols_dir() / "fedstruct_secure.toml").read_text())
     for table in data["tags"].values():
         table.pop("wire_dtype", None)
+    data["tags"]["fedstruct/update"]["params"]["resolution"] = 2.0**-24
     return ProtocolStack.from_dict(data)
 
 
@@ -90,7 +92,7 @@ def test_each_client_gets_exactly_its_rows_of_the_central_abar(stack: str) -> No
     _, fed, _ = run(task, stack, rounds=1)
     ref = central_abar(task, SMALL["structure_hops"])
     atol = abar_tolerance(stack)
-    assert atol < 1e-5
+    assert atol < 2e-5
     for k, pid in enumerate(fed.client_ids):
         rows = ref[task.clients[k].global_id]
         assert torch.allclose(fed.parties[pid].state["abar"], rows, atol=atol, rtol=0)
@@ -146,7 +148,8 @@ def test_protected_stack_trains_the_same_model_as_plaintext() -> None:
     _, fed_s, out_s = run(task, secure_at_full_precision(), rounds=4, nsf="hop2vec")
     assert torch.allclose(predictions(fed_p), predictions(fed_s), atol=1e-4)
     assert [h["mean_test"] for h in out_p.history] == [h["mean_test"] for h in out_s.history]
-    # the shipped stack also sends θ and the summed NSF gradient as bfloat16: close, not equal
+    # the shipped stack also sends θ and the summed NSF gradient as bfloat16 and sums gradients
+    # at 2^-20: close, not equal
     _, fed_b, _ = run(task, "fedstruct_secure", rounds=4, nsf="hop2vec")
     pb, pp = predictions(fed_b), predictions(fed_p)
     assert not torch.equal(pb, pp) and float((pb - pp).abs().max()) < 0.05
@@ -275,7 +278,7 @@ def test_patience_stops_training_at_the_same_best_validation_round() -> None:
 
 
 def test_update_coordinates_beyond_the_clip_are_saturated_and_summed_exactly(monkeypatch: Any) -> None:
-    """``fedstruct/update`` saturates beyond its clip (1/8). The 150-node test graph has few
+    """``fedstruct/update`` saturates beyond its clip (0.25). The 150-node test graph has few
     labelled nodes, so early gradients pass the clip (CiteSeer's peak over 100 rounds is 0.115):
     the server's sum is then exactly the sum of the clipped gradients, within the ring's step."""
     from securefg.federation.exchange import Exchange
@@ -297,5 +300,5 @@ def test_update_coordinates_beyond_the_clip_are_saturated_and_summed_exactly(mon
 
     monkeypatch.setattr(Exchange, "aggregate", recording)
     run(small_task(seed=7), stack, rounds=3, nsf="hop2vec")
-    assert clip == 0.125 and max(peak for peak, _ in seen) > clip  # saturation did happen
+    assert max(peak for peak, _ in seen) > clip  # saturation did happen
     assert max(err for _, err in seen) <= quantizer.error_bound()
