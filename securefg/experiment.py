@@ -22,6 +22,10 @@ from securefg.methods.base import Method, MethodConfig, method_class
 from securefg.methods.training import TrainConfig
 from securefg.protocol.stack import ProtocolStack
 
+#: The run option (``--option patience=N``) that stops training after N rounds without a better
+#: server-side validation score; each method has its own default (``Method.default_patience``).
+PATIENCE = "patience"
+
 
 @dataclass
 class RunConfig:
@@ -112,8 +116,11 @@ def build_method(cfg: RunConfig) -> tuple[RunConfig, Method, ProtocolStack, dict
     )
     data_options, method_options = split_options(dict(cfg.options))
     pooling = str(data_options.get("pooling", MethodConfig.graph_pooling))
+    patience = method_options.pop(PATIENCE, mcls.default_patience)
+    if isinstance(patience, bool) or not isinstance(patience, int) or patience < 0:
+        raise ConfigError(f"--option patience must be an integer >= 0 (0 = run every round), got {patience!r}")
     mconf = MethodConfig(rounds=cfg.rounds, train=train, device=device, seed=cfg.seed, hidden=cfg.hidden,
-                         options=method_options, graph_pooling=pooling)
+                         options=method_options, graph_pooling=pooling, patience=patience)
     return cfg, mcls(task, mconf), stack, data_info
 
 
@@ -128,11 +135,16 @@ def run_experiment(cfg: RunConfig) -> dict[str, Any]:
     out_dir = Path(cfg.out) if cfg.out else None
     fingerprint = config_fingerprint({k: v for k, v in asdict(cfg).items() if k not in ("resume", "progress", "out", "device")})
     runner = RoundRunner(method, fed, rounds=cfg.rounds, out_dir=out_dir, checkpoint_every=cfg.checkpoint_every,
-                         resume=cfg.resume, fingerprint=fingerprint, progress=cfg.progress)
+                         resume=cfg.resume, fingerprint=fingerprint, progress=cfg.progress,
+                         patience=method.config.patience)
     outcome = runner.run()
     result = build_result(cfg, stack, fed, outcome.summary, outcome.history, data_info,
                           wall=time.perf_counter() - t_start, train_seconds=outcome.train_seconds,
                           extra=getattr(method, "report", dict)())
+    result["patience"] = method.config.patience
+    result["rounds_run"] = len(outcome.history)
+    if outcome.stopped_early is not None:
+        result["stopped_early"] = outcome.stopped_early
     result["device"] = str(device)
     if outcome.resumed_from is not None:
         result["resumed_from_round"] = outcome.resumed_from

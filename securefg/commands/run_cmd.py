@@ -131,6 +131,10 @@ def render_result(r: dict[str, Any]) -> str:
         f"  bytes          : {r['bytes_total']:,} payload / {r['wire_bytes_total']:,} on the wire, {r['communication_rounds']} server-client rounds",
         f"  wall time      : {r['wall_seconds']:.1f} s",
     ]
+    stop = r.get("stopped_early")
+    if stop:
+        lines.insert(1, f"  stopped early  : after round {stop['round']} ({stop['rounds_run']} of {r['rounds']} rounds run; "
+                        f"{stop['patience']} rounds without a better {stop['monitor']}; --option patience=0 runs all)")
     p = r.get("privacy") or {}
     if p.get("epsilon") is not None:
         lines.append(f"  privacy        : epsilon={p['epsilon']:.3g} at delta={p.get('delta')} ({p.get('accountant')}; per client in result.json)")

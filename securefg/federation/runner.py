@@ -4,12 +4,19 @@ A checkpoint (``<out>/checkpoint.pt`` plus ``<out>/transcript.jsonl``) is writte
 ``checkpoint_every`` rounds and at the end; ``resume=True`` continues from it, so an
 interrupted run loses at most the rounds since the last checkpoint. The checkpoint is our
 own local file, read with ``torch.load(weights_only=True)`` (no arbitrary objects).
+
+**Early stopping** (``patience > 0``): the server stops after ``patience`` rounds in which the
+validation score *it* learned (the key the method names in ``Method.server_val_key``, e.g.
+FedStruct's securely summed validation counts) did not exceed its best so far. The decision uses
+only what the server already holds, so stopping reveals nothing new; the experimenter's
+per-client ``measure`` never steers the protocol.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +24,7 @@ from typing import Any
 
 import torch
 
-from securefg.errors import CheckpointError
+from securefg.errors import CheckpointError, ConfigError
 from securefg.federation.federation import Federation
 from securefg.federation.transcript import load_jsonl
 from securefg.methods.base import Method
@@ -35,6 +42,21 @@ class RunOutcome:
     train_seconds: float
     resumed_from: int | None = None
     server_view: list[dict[str, float]] = field(default_factory=list)
+    stopped_early: dict[str, Any] | None = None
+
+
+def stop_round(scores: list[float], patience: int) -> bool:
+    """Whether ``patience`` rounds have passed since the best of ``scores`` (the first maximum).
+
+    NaN scores (no validation nodes reported) never improve the best.
+    """
+    if patience < 1 or not scores:
+        return False
+    best_at, best = -1, float("-inf")
+    for i, s in enumerate(scores):
+        if not math.isnan(s) and s > best:
+            best_at, best = i, s
+    return len(scores) - 1 - best_at >= patience
 
 
 def config_fingerprint(config: dict[str, Any]) -> str:
@@ -54,6 +76,12 @@ class RoundRunner:
         resume (bool): Continue from ``out_dir``'s checkpoint. (default: :obj:`False`)
         fingerprint (str): Configuration hash stored in (and checked against) checkpoints.
         progress (bool): Show a progress bar on stderr. (default: :obj:`True`)
+        patience (int): Stop after this many rounds without a better server-side validation
+            score; 0 runs every round. (default: ``0``)
+
+    Raises:
+        ConfigError: ``patience`` is negative, or positive for a method that names no
+            server-side validation score (``Method.server_val_key``).
     """
 
     def __init__(
@@ -67,10 +95,18 @@ class RoundRunner:
         resume: bool = False,
         fingerprint: str = "",
         progress: bool = True,
+        patience: int = 0,
     ) -> None:
+        if isinstance(patience, bool) or not isinstance(patience, int) or patience < 0:
+            raise ConfigError(f"patience must be an integer >= 0 (0 = run every round), got {patience!r}")
+        if patience and method.server_val_key is None:
+            raise ConfigError(
+                f"method {method.name!r} reports no validation score to the server, so it cannot stop "
+                "early; use patience = 0 (--option patience=0)"
+            )
         self.method, self.fed, self.rounds = method, fed, rounds
         self.out_dir, self.checkpoint_every, self.resume = out_dir, checkpoint_every, resume
-        self.fingerprint, self.progress = fingerprint, progress
+        self.fingerprint, self.progress, self.patience = fingerprint, progress, patience
 
     def run(self) -> RunOutcome:
         history: list[dict[str, Any]] = []
@@ -81,17 +117,33 @@ class RoundRunner:
             start_round, history, server_view = self._load()
             resumed = start_round
         t0 = time.perf_counter()
+        stopped = None
         with _progress(self.progress, self.rounds, start_round, self.method.name) as bar:
             for r in range(start_round, self.rounds):
+                if self._patience_ran_out(server_view):  # a resumed run that had already stopped
+                    break
                 self.fed.set_round(r)
                 server_view.append({"round": r, **self.method.run_round(self.fed, r)})
                 m = self.method.measure(self.fed)
                 history.append({"round": r, **m})
                 bar(r, m)
-                last = r == self.rounds - 1
+                done = self._patience_ran_out(server_view)
+                last = done or r == self.rounds - 1
                 if self.out_dir is not None and (last or (self.checkpoint_every and (r + 1) % self.checkpoint_every == 0)):
                     self._save(r + 1, history, server_view)
-        return RunOutcome(history, self.method.summarize(history), time.perf_counter() - t0, resumed, server_view)
+                if done:
+                    break
+        if self._patience_ran_out(server_view):
+            stopped = {"round": server_view[-1]["round"], "patience": self.patience,
+                       "monitor": f"server/{self.method.server_val_key}", "rounds_run": len(server_view)}
+        return RunOutcome(history, self.method.summarize(history), time.perf_counter() - t0, resumed, server_view,
+                          stopped)
+
+    def _patience_ran_out(self, server_view: list[dict[str, float]]) -> bool:
+        if not self.patience or len(server_view) >= self.rounds:
+            return False
+        key = self.method.server_val_key
+        return stop_round([float(v.get(key, float("nan"))) for v in server_view], self.patience)
 
     # ---------------------------------------------------------------- checkpoints
     def _save(self, next_round: int, history: list[dict[str, Any]], server_view: list[dict[str, float]]) -> None:

@@ -47,6 +47,8 @@ class MethodConfig:
             default because graph size carries the label on PROTEINS (class means 50 vs 23 nodes)
             and a mean readout cannot see it: PROTEINS seed 0, FedAvg 0.82 vs 0.77 AUC and CeFGC
             0.83 vs 0.72. (default: ``"sum"``)
+        patience (int): Rounds without a better server-side validation score before the
+            runner stops (``--option patience=N``; 0 runs every round). (default: ``0``)
     """
 
     rounds: int
@@ -56,6 +58,7 @@ class MethodConfig:
     hidden: int = 0
     options: dict[str, Any] = field(default_factory=dict)
     graph_pooling: str = "sum"
+    patience: int = 0
 
     def __post_init__(self) -> None:
         if self.graph_pooling not in GRAPH_POOLINGS:
@@ -76,6 +79,12 @@ class Method(abc.ABC):
     default_stack: ClassVar[str] = "plaintext"
     #: Options accepted in ``MethodConfig.options`` with their defaults.
     option_defaults: ClassVar[Mapping[str, Any]] = {}
+    #: The key of ``run_round``'s result holding the validation score the *server* learned (from
+    #: a secure sum); ``None``: the method reveals none, so it cannot stop early.
+    server_val_key: ClassVar[str | None] = None
+    #: Rounds without a better server-side validation score before training stops (the run
+    #: option ``patience``; 0 runs every round).
+    default_patience: ClassVar[int] = 0
 
     def __init__(self, task: Task, config: MethodConfig) -> None:
         if task.kind not in self.tasks:

@@ -53,6 +53,7 @@ class FedAvg(Method):
     """
 
     name = "fedavg"
+    server_val_key = "server_mean_val"
     default_stack = "fedavg_secure_sum"
     TAGS = {TAG_MODEL: ExchangeKind.BROADCAST, TAG_UPDATE: ExchangeKind.AGGREGATE, TAG_METRICS: ExchangeKind.AGGREGATE}
     option_defaults = {"weighting": "uniform"}

@@ -1,11 +1,13 @@
+from typing import Any
+
 import pytest
 import torch
 
 from securefg.data.synthetic import make_csbm
-from securefg.errors import CheckpointError
+from securefg.errors import CheckpointError, ConfigError
 from securefg.federation.federation import Federation
-from securefg.federation.runner import RoundRunner
-from securefg.methods.base import MethodConfig, method_class
+from securefg.federation.runner import RoundRunner, stop_round
+from securefg.methods.base import Method, MethodConfig, method_class
 from securefg.methods.tasks import NodeTask
 from securefg.methods.training import state_of
 from securefg.protocol.stack import ProtocolStack
@@ -74,3 +76,78 @@ def test_resume_without_checkpoint_names_the_missing_file(tmp_path):
     run, _ = _runner(tmp_path / "empty", "plaintext", resume=True)
     with pytest.raises(CheckpointError, match="no checkpoint to resume from"):
         run.run()
+
+
+class _Scripted(Method):
+    """A method whose server learns a scripted validation score each round (NaN: none reported)."""
+
+    name = "scripted"
+    server_val_key = "server_val"
+
+    def __init__(self, scores: list[float], key: str | None = "server_val") -> None:
+        super().__init__(_task(), MethodConfig(rounds=len(scores)))
+        self.scores, self.ran = scores, 0
+        self.server_val_key = key  # type: ignore[misc]
+
+    def setup(self, fed: Federation) -> None:
+        pass
+
+    def run_round(self, fed: Federation, r: int) -> dict[str, float]:
+        self.ran += 1
+        return {"server_val": self.scores[r]}
+
+    def measure(self, fed: Federation) -> dict[str, Any]:
+        r = fed.exchange.round
+        return {"mean_val": self.scores[r], "mean_test": r / 100}
+
+
+def _scripted_run(scores: list[float], patience: int, tmp_path: Any = None) -> tuple[_Scripted, Any]:
+    method = _Scripted(scores)
+    fed = Federation(3, ProtocolStack.load("plaintext"), seed=0)
+    out = RoundRunner(method, fed, rounds=len(scores), patience=patience, progress=False, out_dir=tmp_path).run()
+    return method, out
+
+
+@pytest.mark.parametrize("scores,patience,stop", [
+    ([0.1, 0.5, 0.4], 2, False),
+    ([0.1, 0.5, 0.4, 0.5], 2, True),  # a tie is no improvement
+    ([0.1, 0.5, 0.4, 0.5, 0.3], 3, True),
+    ([0.1, 0.5, 0.4, 0.5], 0, False),
+    ([float("nan"), float("nan")], 2, True),
+    ([], 1, False),
+])
+def test_stop_round_counts_rounds_since_the_first_best(scores: list[float], patience: int, stop: bool) -> None:
+    assert stop_round(scores, patience) is stop
+
+
+def test_patience_stops_and_the_summary_keeps_the_best_validation_round(tmp_path: Any) -> None:
+    scores = [0.1, 0.5, 0.4, 0.5, 0.3, 0.2, 0.9, 0.95]
+    method, out = _scripted_run(scores, 3, tmp_path)
+    assert method.ran == 5 and [h["round"] for h in out.history] == [0, 1, 2, 3, 4]
+    assert out.stopped_early == {"round": 4, "patience": 3, "monitor": "server/server_val", "rounds_run": 5}
+    assert out.summary["best_round"] == 1 and out.summary["final_round"] == 4
+    # the checkpoint written at the stop resumes to the same stop without running a round
+    fed = Federation(3, ProtocolStack.load("plaintext"), seed=0)
+    again = _Scripted(scores)
+    resumed = RoundRunner(again, fed, rounds=len(scores), patience=3, progress=False, out_dir=tmp_path,
+                          resume=True).run()
+    assert again.ran == 0 and resumed.stopped_early == out.stopped_early
+
+
+def test_patience_zero_runs_every_round() -> None:
+    scores = [0.1, 0.5, 0.4, 0.5, 0.3, 0.2, 0.9, 0.95]
+    method, out = _scripted_run(scores, 0)
+    assert method.ran == len(scores) and out.stopped_early is None and out.summary["best_round"] == 7
+
+
+@pytest.mark.parametrize("patience", [-1, 1.5, True])
+def test_bad_patience_is_a_config_error(patience: Any) -> None:
+    with pytest.raises(ConfigError, match="patience"):
+        _scripted_run([0.1, 0.2], patience)
+
+
+def test_patience_needs_a_server_side_validation_score() -> None:
+    method = _Scripted([0.1, 0.2], key=None)
+    with pytest.raises(ConfigError, match="no validation score to the server"):
+        RoundRunner(method, Federation(3, ProtocolStack.load("plaintext"), seed=0), rounds=2, patience=1)
+    RoundRunner(method, Federation(3, ProtocolStack.load("plaintext"), seed=0), rounds=2, patience=0)

@@ -67,11 +67,13 @@ def predictions(fed: Federation) -> torch.Tensor:
 
 
 def secure_at_full_precision() -> ProtocolStack:
-    """``fedstruct_secure`` with broadcasts at their own precision: only the masked sums'
-    fixed-point error separates it from plaintext."""
+    """``fedstruct_secure`` with broadcasts at their own precision and the gradient ring at
+    2^-24 (the shipped 2^-20 is measured on Cora/CiteSeer, docs/fedstruct.md): only the masked
+    sums' fixed-point error separates it from plaintext."""
     data = tomllib.loads((protocols_dir() / "fedstruct_secure.toml").read_text())
     for table in data["tags"].values():
         table.pop("wire_dtype", None)
+    data["tags"]["fedstruct/update"]["params"]["resolution"] = 2.0**-24
     return ProtocolStack.from_dict(data)
 
 
@@ -90,7 +92,7 @@ def test_each_client_gets_exactly_its_rows_of_the_central_abar(stack: str) -> No
     _, fed, _ = run(task, stack, rounds=1)
     ref = central_abar(task, SMALL["structure_hops"])
     atol = abar_tolerance(stack)
-    assert atol < 1e-5
+    assert atol < 2e-5
     for k, pid in enumerate(fed.client_ids):
         rows = ref[task.clients[k].global_id]
         assert torch.allclose(fed.parties[pid].state["abar"], rows, atol=atol, rtol=0)
@@ -146,7 +148,8 @@ def test_protected_stack_trains_the_same_model_as_plaintext() -> None:
     _, fed_s, out_s = run(task, secure_at_full_precision(), rounds=4, nsf="hop2vec")
     assert torch.allclose(predictions(fed_p), predictions(fed_s), atol=1e-4)
     assert [h["mean_test"] for h in out_p.history] == [h["mean_test"] for h in out_s.history]
-    # the shipped stack also sends θ and the summed NSF gradient as bfloat16: close, not equal
+    # the shipped stack also sends θ and the summed NSF gradient as bfloat16 and sums gradients
+    # at 2^-20: close, not equal
     _, fed_b, _ = run(task, "fedstruct_secure", rounds=4, nsf="hop2vec")
     pb, pp = predictions(fed_b), predictions(fed_p)
     assert not torch.equal(pb, pp) and float((pb - pp).abs().max()) < 0.05
@@ -250,3 +253,52 @@ def test_a_cached_node2vec_table_trains_exactly_like_a_fresh_one(tmp_path: Any, 
     monkeypatch.setattr("securefg.methods.fedstruct.structure.train_node2vec", no_training)
     _, cached, _ = run(task, "plaintext", rounds=3, nsf="node2vec", node2vec_epochs=1)
     assert torch.equal(predictions(fresh), predictions(cached))
+
+
+def test_patience_stops_training_at_the_same_best_validation_round() -> None:
+    from securefg.experiment import RunConfig, run_experiment
+    from securefg.federation.runner import stop_round
+
+    def go(**options: Any) -> dict[str, Any]:
+        cfg = RunConfig(method="fedstruct", dataset="csbm", partition="random", clients=3, rounds=40, lr=0.05,
+                        protocol="plaintext", progress=False,
+                        options={"nsf": "degree", "structure_hops": 2, "structure_dim": 8, **options})
+        return run_experiment(cfg)
+
+    full, stopped = go(patience=0), go(patience=3)
+    vals = [h["mean_val"] for h in full["history"]]
+    assert full["rounds_run"] == 40 and "stopped_early" not in full
+    stop = next(r for r in range(40) if stop_round(vals[: r + 1], 3))
+    assert stop < 39  # the test must exercise an early stop
+    assert stopped["stopped_early"]["round"] == stop and stopped["rounds_run"] == stop + 1
+    assert stopped["history"] == full["history"][: stop + 1]  # stopping changes nothing before it
+    assert stopped["metrics"]["best_round"] == stop - 3  # reported at the best validation round
+    assert stopped["metrics"]["test_acc"] == full["history"][stop - 3]["mean_test"]
+    assert stopped["bytes_total"] < full["bytes_total"]
+
+
+def test_update_coordinates_beyond_the_clip_are_saturated_and_summed_exactly(monkeypatch: Any) -> None:
+    """``fedstruct/update`` saturates beyond its clip (0.25). The 150-node test graph has few
+    labelled nodes, so early gradients pass the clip (CiteSeer's peak over 100 rounds is 0.115):
+    the server's sum is then exactly the sum of the clipped gradients, within the ring's step."""
+    from securefg.federation.exchange import Exchange
+
+    stack = ProtocolStack.load("fedstruct_secure")
+    quantizer = stack.resolve("fedstruct/update", ExchangeKind.AGGREGATE).mechanism.settings.quantizer(3)
+    clip = quantizer.clip
+    seen: list[tuple[float, float]] = []
+    original = Exchange.aggregate
+
+    def recording(self: Exchange, tag: str, inputs: Any, **kw: Any) -> Any:
+        out = original(self, tag, inputs, **kw)
+        if tag == "fedstruct/update":
+            for key, total in out.items():
+                parts = [d[key].double() for d in inputs.values()]
+                clipped = sum(p.clamp(-clip, clip) for p in parts)
+                seen.append((max(float(p.abs().max()) for p in parts), float((total.double() - clipped).abs().max())))
+        return out
+
+    monkeypatch.setattr(Exchange, "aggregate", recording)
+    run(small_task(seed=7), stack, rounds=3, nsf="hop2vec")
+    assert max(peak for peak, _ in seen) > clip  # saturation did happen
+    assert max(err for _, err in seen) <= quantizer.error_bound()

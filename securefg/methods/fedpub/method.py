@@ -73,6 +73,7 @@ class FedPub(Method):
     """
 
     name = "fedpub"
+    server_val_key = "server_mean_val"
     tasks = frozenset({"node"})
     default_stack = "fedpub_ckks"
     extra_parties = ("keyholder",)

@@ -117,6 +117,7 @@ class FedSheafHN(Method):
     """
 
     name = "fedsheafhn"
+    server_val_key = "server_mean_val"
     tasks = frozenset({"node"})
     default_stack = "fedsheafhn_secure"
     extra_parties = ("shuffler",)

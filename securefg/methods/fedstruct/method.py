@@ -8,7 +8,9 @@ NSF sharing with App. L.1's aggregated answers. ``variant=A``: the server holds 
 graph and serves NSEs (``fedstruct/nse``). Metric reports use ``fedstruct/metrics``.
 
 Round ``r`` scores the model received in round ``r`` (θ after ``r`` server steps), so a run of
-``R`` rounds scores θ_0..θ_{R-1}; selection is by pooled validation accuracy.
+``R`` rounds scores θ_0..θ_{R-1}; selection is by pooled validation accuracy. Training stops
+``patience`` (default 20) rounds after the best pooled validation accuracy, which the server
+learns from ``fedstruct/metrics`` anyway (``--option patience=0`` runs all ``R`` rounds).
 """
 
 from __future__ import annotations
@@ -55,6 +57,11 @@ class FedStruct(Method):
     tasks = frozenset({"node"})
     default_stack = "fedstruct_secure"
     option_defaults = OPTION_DEFAULTS
+    server_val_key = "server_val_acc"
+    #: Stop 20 rounds after the best pooled validation accuracy (securely summed counts the
+    #: server already learns): the reported round is the same best-validation round, and the
+    #: training traffic ends with it (``--option patience=0``: the paper's fixed rounds).
+    default_patience = 20
     TAGS: ClassVar[Mapping[str, ExchangeKind]] = {
         TAG_ABAR: ExchangeKind.PEER_SUM,
         TAG_NSF: ExchangeKind.RELAY,
