@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from securefg.reproduce.cefgc_cells import plan
-    from securefg.reproduce.cefgc_report import write_report
+    from securefg.reproduce.cefgc_report import COMMAND_LOG, write_report
     from securefg.reproduce.cell_runner import finished_result, run_cells
     from securefg.reproduce.paper_cells import paper_cells
 
@@ -63,6 +63,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"{cell}: {'finished' if finished_result(cell, args.out) else 'to run'} ({cell.folder(args.out)})")
         return 0
     cache = args.generator_cache or str(Path(args.out) / "generators")
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    with (Path(args.out) / COMMAND_LOG).open("a", encoding="utf-8") as log:  # the page lists every invocation
+        log.write(command_line(args) + "\n")
     outcomes = run_cells(cells, out_root=args.out, device=args.device, data_root=args.data_root, generator_cache=cache)
     ran = sum(o.status == "ran" for o in outcomes)
     kept = sum(o.status == "done" for o in outcomes)

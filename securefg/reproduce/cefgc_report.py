@@ -23,6 +23,9 @@ from securefg.reproduce.cefgc_table import (
 )
 from securefg.reproduce.cell_runner import finished_result
 
+#: Every invocation's command, one a line, under the output root (the page names them all).
+COMMAND_LOG = "commands.txt"
+
 
 def measure_all(out_root: str | Path) -> tuple[Measurements, list[tuple[Cell, dict]]]:
     """Every finished cell of the full grid under ``out_root``, grouped, and the raw results."""
@@ -61,10 +64,15 @@ def write_report(
     lines = [
         "# CeFGC: the paper's comparison reproduced",
         "",
-        (f"Produced by `{command}` on {_dt.date.today().isoformat()}; "
-        f"{len(found)} of the {total} cells ({len(SETTINGS)} settings × {len(METHODS)} methods × {len(SEEDS)} seeds) "
-        f"are finished{'' if complete else ', so this is NOT the full table'}. "
-        f"Device(s): {', '.join(devices)}; summed run time {wall / 60:.1f} min."),
+        (f"Written by `{command}` on {_dt.date.today().isoformat()} from every finished cell under `{out_root}`: "
+         f"{len(found)} of the {total} cells ({len(SETTINGS)} settings × {len(METHODS)} methods × {len(SEEDS)} seeds) "
+         f"are finished{'' if complete else ', so this is NOT the full table'}. "
+         f"Device(s): {', '.join(devices)}; summed run time {wall / 60:.1f} min."),
+        "",
+        ("The full table is `securefg reproduce cefgc` (a rerun runs only the unfinished cells). "
+         "Invocations that produced these cells, in order:"),
+        "",
+        *(f"* `{c}`" for c in _commands(out_root)),
         "",
         ("Score: the global model's ROC-AUC on the global test set (one-vs-rest for multi-class), 3 clients per "
         "dataset, protected default stacks. FedAvg and FedProx run 200 rounds and the central GIN 200 epochs on the "
@@ -103,6 +111,13 @@ def write_report(
     return plots
 
 
+def _commands(out_root: str | Path) -> list[str]:
+    """The logged invocations, in first-seen order (:data:`COMMAND_LOG`)."""
+    log = Path(out_root) / COMMAND_LOG
+    lines = log.read_text(encoding="utf-8").splitlines() if log.is_file() else []
+    return list(dict.fromkeys(x for x in lines if x.strip())) or ["(no log of invocations under the output root)"]
+
+
 def _cost_table(found: list[tuple[Cell, dict]]) -> str:
     by: dict[tuple[str, str], list[float]] = {}
     for cell, res in found:
@@ -114,4 +129,4 @@ def _cost_table(found: list[tuple[Cell, dict]]) -> str:
     return "\n".join(rows)
 
 
-__all__ = ["measure_all", "write_report"]
+__all__ = ["COMMAND_LOG", "measure_all", "write_report"]
