@@ -9,11 +9,18 @@ from securefg.errors import SecureFGError
 
 
 def main(argv: list[str] | None = None) -> int:
-    from securefg.commands import audit_cmd, datasets_cmd, partition_cmd, run_cmd, summarize_cmd
+    from securefg.commands import (
+        audit_cmd,
+        datasets_cmd,
+        partition_cmd,
+        reproduce_cmd,
+        run_cmd,
+        summarize_cmd,
+    )
 
     parser = argparse.ArgumentParser(prog="securefg", description="Secure aggregation for federated graph learning.")
     sub = parser.add_subparsers(dest="command", required=True)
-    for mod in (run_cmd, datasets_cmd, partition_cmd, audit_cmd, summarize_cmd):
+    for mod in (run_cmd, datasets_cmd, partition_cmd, audit_cmd, summarize_cmd, reproduce_cmd):
         mod.register(sub)
     args = parser.parse_args(argv)
     try:

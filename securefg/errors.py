@@ -100,6 +100,10 @@ class CheckpointError(SecureFGError):
     """A checkpoint is missing, corrupt or does not match the run configuration."""
 
 
+class GeneratorCacheError(SecureFGError):
+    """A cached generator (CeFGC phase 1) is incomplete or corrupt; delete the named files to retrain."""
+
+
 class AttackBudgetExceeded(SecureFGError):
     """An audit attack exceeded the budget allowed by the threat model."""
 

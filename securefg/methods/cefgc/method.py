@@ -53,8 +53,6 @@ Message inventory (tags) is below; ``TAGS`` maps each to its exchange.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import time
 from collections.abc import Mapping
@@ -69,6 +67,7 @@ from securefg.federation.federation import Federation
 from securefg.federation.party import Party
 from securefg.methods.base import Method, MethodConfig, Task
 from securefg.methods.cefgc import flights as flight_log
+from securefg.methods.cefgc.generator_cache import GeneratorCache, cache_key
 from securefg.methods.cefgc.generators import (
     fit_feature_tables,
     set_sampling,
@@ -83,7 +82,6 @@ from securefg.methods.cefgc.package import (
     pack_dense,
     pack_exact,
     unpack_dense_generators,
-    unpack_exact,
     unpack_exact_generators,
 )
 from securefg.methods.cefgc.pairing import mix_plan, nearest_partners
@@ -248,12 +246,13 @@ class CeFGC(Method):
         """Offline: train this client's generator(s) (or load them from its own cache)."""
         o, k = self.options, client.state["index"]
         graphs = client.state["data"]["train"]
-        cache = self._cache_path(k, graphs)
-        if cache is not None and cache.with_suffix(".json").is_file():
-            loaded = unpack_exact(decode_tensors(cache.read_bytes()))
+        cache, key = self._cache(), self._cache_key(k, graphs)
+        entry = cache.load(k, key) if cache is not None else None
+        if entry is not None:
+            loaded, report = entry
             models: dict[int, GraphDiffusionModel] = {
                 0 if self.conditional or m.class_label is None else m.class_label: m for m in loaded}
-            report = json.loads(cache.with_suffix(".json").read_text())
+            report.pop("sha256", None)
             report["cached"] = True
         else:
             gen = torch.Generator().manual_seed(self.config.seed * 7919 + k)
@@ -264,9 +263,7 @@ class CeFGC(Method):
             )
             report = {"models": {str(s): v for s, v in rep.models.items()}, "train_seconds": rep.train_seconds, "cached": False}
             if cache is not None:
-                cache.parent.mkdir(parents=True, exist_ok=True)
-                cache.write_bytes(encode_tensors(pack_exact(models)))
-                cache.with_suffix(".json").write_text(json.dumps(report))
+                cache.store(k, key, models, report)
             self.timing["diffusion_training"] += rep.train_seconds
         # the sender's Langevin settings: not part of the cache, so cached models serve any of them
         chosen, tune_seconds = set_sampling(
@@ -404,21 +401,18 @@ class CeFGC(Method):
                                               "similarity": self._fed.server.state.get("similarity")}
         return out
 
-    def _cache_path(self, k: int, graphs: list[Any]) -> Path | None:
+    def _cache(self) -> GeneratorCache | None:
         root = str(self.options["generator_cache"])
-        if not root:
-            return None
-        h = hashlib.sha256()
-        for g in graphs:
-            h.update(g.edge_index.numpy().tobytes())
-            h.update(int(g.num_nodes).to_bytes(4, "little"))
-            h.update(int(g.y.view(-1)[0]).to_bytes(4, "little"))
-        # what training depends on; Langevin settings are applied after loading (set_sampling)
-        keys = ("diffusion_epochs", "diffusion_patience", "diffusion_lr", "diffusion_batch", "max_nodes",
-                "common_neighbors")
-        h.update(json.dumps(["phase1-v2", self.conditional, self.init_seed, self.config.seed, k,
-                             self.task.num_classes, *(self.options[x] for x in keys)]).encode())
-        return Path(root) / f"client{k}-{h.hexdigest()[:20]}.sfgt"
+        return GeneratorCache(root) if root else None
+
+    def _cache_key(self, k: int, graphs: list[Any]) -> str:
+        """What client ``k``'s phase-1 training depends on (:func:`.generator_cache.cache_key`)."""
+        return cache_key(graphs, self.arch, client=k, seed=self.config.seed, init_seed=self.init_seed,
+                         options=self.options, device_type=torch.device(self.config.device).type)
+
+    def _cache_path(self, k: int, graphs: list[Any]) -> Path | None:
+        cache = self._cache()
+        return cache.path(k, self._cache_key(k, graphs)) if cache is not None else None
 
 
 class CeFGCStar(CeFGC):

@@ -1,0 +1,166 @@
+"""Run a list of cells in this process, resumably: a cell whose ``result.json`` exists is not rerun.
+
+Each cell is one :func:`securefg.experiment.run_experiment` call, the code path of
+``securefg run``, writing ``<cell folder>/result.json``. The file is written only when the run
+ends, so its presence marks a finished cell; a finished cell is checked to be the cell asked for
+(method, dataset, seed) so that a reused output folder cannot pass another experiment's result
+off as this one's. One failing cell is reported and the others still run.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from securefg.errors import InvalidInputError
+from securefg.experiment import RunConfig, run_experiment
+from securefg.reproduce.cefgc_cells import Cell, run_config
+from securefg.result_summary import load_result
+
+RunFn = Callable[[RunConfig], dict[str, Any]]
+
+
+@dataclass
+class CellOutcome:
+    """What happened to one cell: ``"done"`` (found finished), ``"ran"`` or ``"failed"``."""
+
+    cell: Cell
+    status: str
+    result: dict[str, Any] | None = None
+    seconds: float = 0.0
+    error: str = ""
+
+
+def finished_result(cell: Cell, out_root: str | Path) -> dict[str, Any] | None:
+    """The cell's ``result.json`` when it has one, else ``None``.
+
+    Raises:
+        InvalidInputError: The file is unreadable, or belongs to another method, dataset or seed
+            (delete it, or choose another ``--out``).
+    """
+    path = cell.folder(out_root) / "result.json"
+    if not path.is_file():
+        return None
+    res = load_result(path)
+    got = (res.get("method"), res["config"].get("dataset"), res.get("seed"))
+    want = (cell.method.name, cell.setting.dataset, cell.seed)
+    if got != want:
+        raise InvalidInputError(f"{path} holds the run {got}, not the cell {want}; delete it or choose another --out")
+    return res
+
+
+def run_cells(
+    cells: Sequence[Cell],
+    *,
+    out_root: str | Path,
+    device: str = "auto",
+    data_root: str | None = None,
+    generator_cache: str | Path | None = None,
+    run_fn: RunFn = run_experiment,
+    show_progress: bool = True,
+) -> list[CellOutcome]:
+    """Run every unfinished cell, one after the other, and report each as it ends.
+
+    Args:
+        cells (Sequence[Cell]): The cells, in running order.
+        out_root (str | Path): Output root; a cell writes under :meth:`Cell.folder`.
+        device (str): ``--device`` of every run. (default: ``"auto"``)
+        data_root (str, optional): Dataset root (default: ``$SECUREFG_DATA``).
+        generator_cache (str | Path, optional): Folder of cached CeFGC generators, shared by all
+            cells, so CeFGC+ reuses CeFGC's and a rerun reuses both.
+        run_fn (Callable): The experiment function (tests count its calls).
+        show_progress (bool): A rich bar on a terminal, plain lines otherwise. (default: ``True``)
+
+    Returns:
+        One :class:`CellOutcome` per cell, in order.
+    """
+    outcomes: list[CellOutcome] = []
+    with CellProgress(len(cells), enabled=show_progress) as progress:
+        for i, cell in enumerate(cells):
+            found = finished_result(cell, out_root)
+            if found is not None:
+                outcomes.append(CellOutcome(cell, "done", found))
+                progress.finished(i, cell, "done (kept)", found)
+                continue
+            progress.starting(i, cell)
+            cfg = run_config(cell, out_root=out_root, device=device, data_root=data_root, generator_cache=generator_cache)
+            t0 = time.perf_counter()
+            result: dict[str, Any] | None = None
+            try:
+                result = run_fn(cfg)
+            except Exception as exc:  # noqa: BLE001 - one broken cell must not lose the rest of the sweep
+                outcome = CellOutcome(cell, "failed", None, time.perf_counter() - t0, f"{type(exc).__name__}: {exc}")
+                progress.failed(i, cell, outcome.error, traceback.format_exc())
+            else:
+                clean = {k: v for k, v in result.items() if not k.startswith("_")}
+                outcome = CellOutcome(cell, "ran", clean, time.perf_counter() - t0)
+                progress.finished(i, cell, f"ran in {outcome.seconds:.0f} s", clean)
+            outcomes.append(outcome)
+            result = None  # the federation of a finished run holds every party's state
+            gc.collect()
+    return outcomes
+
+
+class CellProgress:
+    """Per-cell progress: a rich bar with the current cell on a terminal, and one line per cell."""
+
+    def __init__(self, total: int, *, enabled: bool = True) -> None:
+        self.total, self.enabled = total, enabled
+        self._bar: Any = None
+
+    def __enter__(self) -> CellProgress:  # noqa: PYI034 - Self needs Python 3.11
+        if self.enabled and sys.stderr.isatty():
+            try:
+                from rich.progress import (
+                    BarColumn,
+                    MofNCompleteColumn,
+                    Progress,
+                    TextColumn,
+                    TimeElapsedColumn,
+                )
+            except ImportError:  # rich is optional: plain lines then
+                return self
+            self._bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+            self._bar.start()
+            self._task = self._bar.add_task("cells", total=self.total)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+    def _line(self, text: str) -> None:
+        if not self.enabled:
+            return
+        if self._bar is not None:
+            self._bar.console.print(text, highlight=False)
+        else:
+            print(text, flush=True)
+
+    def starting(self, i: int, cell: Cell) -> None:
+        if self._bar is not None:
+            self._bar.update(self._task, description=str(cell))
+        else:
+            self._line(f"[{i + 1}/{self.total}] {cell}: running")
+
+    def finished(self, i: int, cell: Cell, what: str, result: dict[str, Any]) -> None:
+        auc = (result.get("metrics") or {}).get("test_auc")
+        score = f"test AUC {auc:.4f}" if isinstance(auc, float) else "no test AUC"
+        self._line(f"[{i + 1}/{self.total}] {cell}: {score}, {what}")
+        if self._bar is not None:
+            self._bar.advance(self._task)
+
+    def failed(self, i: int, cell: Cell, error: str, trace: str) -> None:
+        self._line(f"[{i + 1}/{self.total}] {cell}: FAILED {error}")
+        print(trace, file=sys.stderr, flush=True)
+        if self._bar is not None:
+            self._bar.advance(self._task)
+
+
+__all__ = ["CellOutcome", "CellProgress", "finished_result", "run_cells"]
