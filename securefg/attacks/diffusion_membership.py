@@ -28,8 +28,8 @@ Both are standardised over the candidate pool (the adversary sees all candidates
 (members) against as many held-out graphs never given to the adversary (non-members).
 Details: ``tpr_at_1pct_fpr``, the AUC of each component alone, and, with
 ``dp_noise_multipliers``, the same attack against the victims' generators retrained with DP-SGD
-and a noisy size histogram (:mod:`securefg.attacks.dp_generator`): AUC, TPR and epsilon per
-setting. That retraining is the auditor's counterfactual; CeFGC itself has no DP option.
+and a noisy size histogram (:mod:`securefg.models.graph_score.dp_training`): AUC, TPR and epsilon per
+setting. That retraining is the auditor's counterfactual; the run's own DP option is ``dp_epsilon``.
 
 Where the models come from: readable ``cefgc/model`` payloads in the view (plaintext relay:
 the server reads every upload), else a curious client's own decrypted relay items
@@ -307,7 +307,7 @@ class DiffusionMembership(Attack):
         return best(comb), (best(zd), best(zs))
 
     def _dp_victims(self, ctx: AuditContext, sigma: float, gen: torch.Generator) -> tuple[list[GraphDiffusionModel], float]:
-        from securefg.attacks.dp_generator import train_dp_generator
+        from securefg.models.graph_score.dp_training import train_dp_generator
 
         adv = ctx.adversary
         arch, opts = cefgc_architecture(adv.run)

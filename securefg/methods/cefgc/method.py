@@ -41,9 +41,14 @@ the paper's features (TU node labels; one-hot degree for IMDB, where the table r
 degree features exactly). Measured, PROTEINS seed 0: one-hot degree features cap even a pooled
 GIN at AUC 0.71, the original 3 node labels reach 0.81 (mean readout) / 0.83 (sum readout).
 
-Leakage (measurable, see :mod:`.pairing`): client ``i`` recovers its partner's package
-exactly as ``2 * mix - theta_i`` (HE changes nothing: the leak is in the plaintext result);
-with 3 clients at least one pair is mutual, so this always happens. Receivers also learn each
+Leakage (measurable, see :mod:`.pairing`): under the paper's pairs (``mix_peers=1``) client
+``i`` recovers its partner's package exactly as ``2 * mix - theta_i`` (HE changes nothing: the
+leak is in the plaintext result); with 3 clients at least one pair is mutual, so this always
+happens. By default (``mix_peers=2``) the server averages groups of >= 3 similar clients and
+every member gets its group's mean, so a client learns only the sum of its group peers (with 3
+clients: the mean of all three). Receivers of the non-mixing variants read every sender's
+generators; ``dp_epsilon`` (:mod:`.dp_plan`) bounds what they reveal of any one training graph
+(graph-level DP), the membership audit's unit. Receivers also learn each
 sender's node-count distribution, per-class feature-by-degree frequencies and sampling settings, and under CeFGC (dense form) which
 classes each sender holds. With ``cefgc.toml`` (sealed relay, no mixing) nobody but the final
 recipients reads a model and the server learns nothing but sizes; R3 goes through SecAgg+.
@@ -70,6 +75,7 @@ from securefg.federation.party import Party
 from securefg.methods.base import Method, MethodConfig, Task
 from securefg.methods.cefgc import flights as flight_log
 from securefg.methods.cefgc.generators import (
+    DPSettings,
     fit_feature_tables,
     set_sampling,
     synthesize,
@@ -86,7 +92,7 @@ from securefg.methods.cefgc.package import (
     unpack_exact,
     unpack_exact_generators,
 )
-from securefg.methods.cefgc.pairing import mix_plan, nearest_partners
+from securefg.methods.cefgc.pairing import group_mix_plan, mix_plan, nearest_partners, similarity_groups
 from securefg.methods.fedavg import measure_clients
 from securefg.methods.head_owners import aggregate_by_owner, owned_groups, require_sum
 from securefg.methods.tasks import GraphTask
@@ -104,6 +110,8 @@ TAG_WEIGHTS = "cefgc/weights"
 """R3 (aggregate): each client's trained GIN weights; the server learns only their mean."""
 #: Offsets the sender's sampler-tuning draws from its training draws (same client seed).
 TUNE_SEED_OFFSET = 500_009
+#: Offsets the sender's DP feature-table noise from its other draws (same client seed).
+TABLE_SEED_OFFSET = 700_001
 
 
 def _option_number(o: Mapping[str, Any], name: str, kind: type[int | float]) -> float:
@@ -124,6 +132,20 @@ def check_options(o: Mapping[str, Any]) -> None:
     lr = _option_number(o, "diffusion_lr", float)
     if not (math.isfinite(lr) and lr > 0):
         raise ConfigError(f"option diffusion_lr must be finite and > 0, got {o['diffusion_lr']!r}")
+    for name in ("dp_epsilon", "dp_max_grad_norm"):
+        v = _option_number(o, name, float)
+        if not (math.isfinite(v) and v >= 0):
+            raise ConfigError(f"option {name} must be finite and >= 0, got {o[name]!r}")
+    if _option_number(o, "dp_epsilon", float) > 0:
+        if not 0 < _option_number(o, "dp_delta", float) < 1:
+            raise ConfigError(f"option dp_delta must be in (0, 1), got {o['dp_delta']!r}")
+        if _option_number(o, "dp_max_grad_norm", float) <= 0:
+            raise ConfigError(f"option dp_max_grad_norm must be > 0, got {o['dp_max_grad_norm']!r}")
+        if str(o["tune_sampling"]).lower() in ("true", "1", "yes"):
+            raise ConfigError("tune_sampling reads the private training graphs outside the DP accounting; "
+                              "turn it off with dp_epsilon > 0 (or set dp_epsilon=0)")
+    if _option_number(o, "mix_peers", int) < 1:
+        raise ConfigError(f"option mix_peers must be >= 1 (1 = the paper's pairs), got {o['mix_peers']!r}")
     ratio = _option_number(o, "synthetic_ratio", float)
     if not (math.isfinite(ratio) and ratio >= 0):
         raise ConfigError(f"option synthetic_ratio must be finite and >= 0, got {o['synthetic_ratio']!r}")
@@ -160,6 +182,15 @@ class CeFGC(Method):
             depends on, not the Langevin settings, so cached models serve any sampling and
             tuning choice. (default: ``""``)
         variant (str): ``"basic"`` or ``"star"`` (the CLI's ``--variant``). (default: class's)
+        dp_epsilon (float): Graph-level DP of everything a package releases (score network by
+            DP-SGD, size histogram and feature table with Gaussian noise; :mod:`.dp_plan`):
+            the target epsilon per client, reported in ``result.json`` (``privacy``); 0 = off.
+            (default: ``0.0``)
+        dp_delta (float): The delta of ``dp_epsilon``. (default: ``1e-5``)
+        dp_max_grad_norm (float): DP-SGD per-graph clip. (default: ``1.0``)
+        mix_peers (int): + variants: each package is averaged with at least this many similar
+            peers; 1 is the paper's pair average, which lets a client recover its partner as
+            ``2 * avg - own`` (:mod:`.pairing`). (default: ``2``)
     """
 
     name = "cefgc"
@@ -177,6 +208,7 @@ class CeFGC(Method):
         "max_nodes": 40, "langevin_steps": 30, "noise_factor": 0.9, "step_ratio": 0.1,
         "tune_sampling": False, "tune_samples": 16, "synthetic_ratio": 1.0, "common_neighbors": False,
         "gnn_epochs": 500, "gnn_patience": 30, "weighting": "uniform", "generator_cache": "", "variant": "",
+        "dp_epsilon": 0.0, "dp_delta": 1e-5, "dp_max_grad_norm": 1.0, "mix_peers": 2,
     }
 
     def __init__(self, task: Task, config: MethodConfig) -> None:
@@ -202,6 +234,8 @@ class CeFGC(Method):
             ("diffusion_training", "sampler_tuning", "sampling", "protocol", "gnn_training"), 0.0)
         self.info: dict[str, Any] = {"clients": {}}
         self.init_seed = 1_000_003 * (config.seed + 1)  # public, agreed before round 1 (row 0b)
+        eps = float(o["dp_epsilon"])
+        self.dp = DPSettings(eps, float(o["dp_delta"]), float(o["dp_max_grad_norm"])) if eps > 0 else None
 
     # ------------------------------------------------------------------ setup
     def setup(self, fed: Federation) -> None:
@@ -233,11 +267,28 @@ class CeFGC(Method):
         return state_of(server.state["model"])
 
     def configure_mix(self, server: Party, order: list[str], similarity: torch.Tensor) -> dict[str, dict[str, float]]:
-        """CeFGC+: pair every package with its most similar peer (Eq. 11-12); keep what was learned."""
-        partners = nearest_partners(order, similarity)
+        """CeFGC+: average every package with its most similar peer(s); keep what was learned.
+
+        ``mix_peers = 1``: the paper's pairs (Eq. 11-12). Otherwise groups of at least
+        ``mix_peers + 1`` similar clients, every member getting the group mean (:mod:`.pairing`).
+        ``server.state["partners"]`` maps each client to the peers its package was mixed with.
+        """
         server.state["similarity"] = {"order": order, "matrix": similarity.tolist()}
-        server.state["partners"] = partners
-        return mix_plan(partners)
+        peers = int(self.options["mix_peers"])
+        if peers == 1:
+            pairs = nearest_partners(order, similarity)
+            server.state["partners"] = {i: [j] for i, j in pairs.items()}
+            return mix_plan(pairs)
+        groups = similarity_groups(order, similarity, size=min(peers + 1, len(order)))
+        server.state["partners"] = {i: [j for j in g if j != i] for g in groups for i in g}
+        return group_mix_plan(groups)
+
+    @staticmethod
+    def learned_from_mix(partners: Mapping[str, list[str]]) -> dict[str, float]:
+        """Per-round figures of the mixing: mutual pairs (paper pairs) or the smallest group's peers."""
+        if all(len(p) == 1 for p in partners.values()):
+            return {"mutual_pairs": float(sum(partners[p[0]] == [i] for i, p in partners.items()) / 2)}
+        return {"min_mix_peers": float(min(len(p) for p in partners.values()))}
 
     def aggregate_train(self, server: Party, mean: dict[str, torch.Tensor]) -> None:
         """The one FedAvg: the global GIN is the (secure) mean of the clients' weights."""
@@ -260,7 +311,7 @@ class CeFGC(Method):
             models, rep = train_generators(
                 graphs, self.arch, init_seed=self.init_seed, epochs=int(o["diffusion_epochs"]),
                 batch_size=int(o["diffusion_batch"]), lr=float(o["diffusion_lr"]),
-                patience=int(o["diffusion_patience"]) or None, generator=gen, device=self.config.device,
+                patience=int(o["diffusion_patience"]) or None, generator=gen, device=self.config.device, dp=self.dp,
             )
             report = {"models": {str(s): v for s, v in rep.models.items()}, "train_seconds": rep.train_seconds, "cached": False}
             if cache is not None:
@@ -277,7 +328,12 @@ class CeFGC(Method):
         report["tune_seconds"] = tune_seconds
         self.timing["sampler_tuning"] += tune_seconds
         client.state["generators"] = models
-        client.state["feature_tables"] = fit_feature_tables(graphs, self.arch)
+        table_noise = {int(s): float(v["dp"]["table_sigma"]) for s, v in report["models"].items() if "dp" in v}
+        if self.dp is not None and not table_noise:
+            raise AssertionError("DP is on but phase 1 planned no noise")
+        client.state["feature_tables"] = fit_feature_tables(
+            graphs, self.arch, noise_std=table_noise or None,
+            generator=torch.Generator().manual_seed(self.config.seed * 7919 + k + TABLE_SEED_OFFSET) if table_noise else None)
         self.info["clients"][client.pid] = {"phase1": report}
 
     def handle_package(self, client: Party) -> bytes:
@@ -352,7 +408,7 @@ class CeFGC(Method):
             order, sim = ex.similarity(TAG_SIMILARITY, vecs, metric="cosine")
             plan = self.configure_mix(fed.server, order, sim)
             fed.stack.resolve(TAG_MODEL, ExchangeKind.RELAY).mechanism.plan_mix(fed.server, TAG_MODEL, plan)  # type: ignore[attr-defined]
-            learned["mutual_pairs"] = float(sum(fed.server.state["partners"][j] == i for i, j in fed.server.state["partners"].items()) / 2)
+            learned.update(self.learned_from_mix(fed.server.state["partners"]))
         bundles = ex.relay(TAG_MODEL, items, exclude_self=True, shuffle=True)  # R1 up + R2 down
         w0 = ex.broadcast(TAG_INIT, self.configure_init(fed.server))  # R2 down
         self.timing["protocol"] += time.perf_counter() - t0
@@ -399,10 +455,32 @@ class CeFGC(Method):
             "helper_traffic": flight_log.helper_traffic(tr),
             "timing": {f"{k}_seconds": v for k, v in self.timing.items()},
         }
+        if self.dp is not None:
+            out["privacy"] = self.privacy_report()
         if self.mixing:
             out["cefgc"]["server_learned"] = {"partners": self._fed.server.state.get("partners"),
                                               "similarity": self._fed.server.state.get("similarity")}
         return out
+
+    def privacy_report(self) -> dict[str, Any]:
+        """``result.json``'s ``privacy``: the graph-level epsilon each client's package spends."""
+        assert self.dp is not None
+        clients: dict[str, Any] = {}
+        for pid, info in self.info["clients"].items():
+            slots = {s: m["dp"] for s, m in info["phase1"]["models"].items() if "dp" in m}
+            clients[pid] = {"epsilon": max(v["epsilon"] for v in slots.values()), "slots": slots}
+        return {
+            "epsilon": max((c["epsilon"] for c in clients.values()), default=None), "delta": self.dp.delta,
+            "target_epsilon": self.dp.epsilon, "accountant": "rdp", "unit": "graph", "mechanism": "cefgc dp_epsilon",
+            "max_grad_norm": self.dp.max_grad_norm, "clients": clients,
+            "notes": [
+                "unit 'graph': neighbouring runs differ in one training graph of one client; it covers every "
+                "release computed from the graphs (score network by DP-SGD, node-count histogram, feature table).",
+                "slots (one model per class for CeFGC) train on disjoint graphs: a client's epsilon is the "
+                "largest over its slots (parallel composition).",
+                "not covered: which classes a client holds (CeFGC ships one model per class present).",
+            ],
+        }
 
     def _cache_path(self, k: int, graphs: list[Any]) -> Path | None:
         root = str(self.options["generator_cache"])
@@ -415,7 +493,7 @@ class CeFGC(Method):
             h.update(int(g.y.view(-1)[0]).to_bytes(4, "little"))
         # what training depends on; Langevin settings are applied after loading (set_sampling)
         keys = ("diffusion_epochs", "diffusion_patience", "diffusion_lr", "diffusion_batch", "max_nodes",
-                "common_neighbors")
+                "common_neighbors", "dp_epsilon", "dp_delta", "dp_max_grad_norm")
         h.update(json.dumps(["phase1-v2", self.conditional, self.init_seed, self.config.seed, k,
                              self.task.num_classes, *(self.options[x] for x in keys)]).encode())
         return Path(root) / f"client{k}-{h.hexdigest()[:20]}.sfgt"
