@@ -474,10 +474,10 @@ class CeFGC(Method):
             "target_epsilon": self.dp.epsilon, "accountant": "rdp", "unit": "graph", "mechanism": "cefgc dp_epsilon",
             "max_grad_norm": self.dp.max_grad_norm, "clients": clients,
             "notes": [
-                "unit 'graph': neighbouring runs differ in one training graph of one client; it covers every "
-                "release computed from the graphs (score network by DP-SGD, node-count histogram, feature table).",
-                "slots (one model per class for CeFGC) train on disjoint graphs: a client's epsilon is the "
-                "largest over its slots (parallel composition).",
+                ("unit 'graph': neighbouring runs differ in one training graph of one client; it covers every "
+                 "release computed from the graphs (score network by DP-SGD, node-count histogram, feature table)."),
+                ("slots (one model per class for CeFGC) train on disjoint graphs: a client's epsilon is the "
+                 "largest over its slots (parallel composition)."),
                 "not covered: which classes a client holds (CeFGC ships one model per class present).",
             ],
         }
