@@ -194,6 +194,9 @@ def test_under_the_default_groups_no_client_recovers_a_peer(which: str, he_run: 
         peers_sum = {k: sum(t[k].double() for t in truths.values()) for k in own}
         cand = {k: 3 * received[0][k].double() - own[k].double() for k in own}
         assert all(torch.allclose(cand[k], peers_sum[k], atol=1e-4) for k in own)
+        # which is what the client samples from: its peers' mean, not a third of its own model again
+        (usable,) = (he_run if which == "he" else plain_plus_run).method._peers_mean(fed.parties[c], received)
+        assert all(torch.allclose(usable[k].double(), peers_sum[k] / 2, atol=1e-4) for k in own if k.endswith("/params"))
 
 
 @pytest.mark.parametrize("name", ["cefgc_star", "cefgc_star_plus"])

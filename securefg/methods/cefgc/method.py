@@ -356,7 +356,8 @@ class CeFGC(Method):
         received = [decode_tensors(b) for b in blobs]
         if self.dense:
             client.state["received_packages"] = received
-            gens = [g for pkg in received for g in unpack_dense_generators(pkg, self.arch)]
+            usable = self._peers_mean(client, received) if self.mixing else None
+            gens = [g for pkg in (usable or received) for g in unpack_dense_generators(pkg, self.arch)]
         else:
             gens = [g for pkg in received for g in unpack_exact_generators(pkg)]
         gens = canonical_order(gens)
@@ -386,6 +387,27 @@ class CeFGC(Method):
         self.timing["gnn_training"] += time.perf_counter() - t0
         self.info["clients"][client.pid]["gnn_epochs"] = epochs
         return state_of(model)
+
+    def _peers_mean(self, client: Party, received: list[dict[str, torch.Tensor]]) -> list[dict[str, torch.Tensor]] | None:
+        """One group of every client (all mixes equal): the peers' mean ``(K * mix - own) / (K - 1)``.
+
+        The client learns nothing new (it can compute this anyway, :mod:`.pairing`), but its
+        synthetic graphs then come from its peers' models, not from a third of its own again.
+        ``None`` when the mixes differ (several groups, or the paper's pairs): they are used as received.
+        """
+        if int(self.options["mix_peers"]) < 2 or len(received) != self.num_clients - 1:
+            return None
+        first = received[0]
+        scale = max(float(v.double().abs().max()) for v in first.values()) + 1.0
+        if any(float((pkg[k].double() - first[k].double()).abs().max()) > 1e-4 * scale for pkg in received[1:] for k in first):
+            return None
+        own, g = client.state["own_package"], self.num_clients
+        out = {}
+        for k, v in first.items():
+            mean = (g * sum(p[k].double() for p in received) / len(received) - own[k].double()) / (g - 1)
+            # presence, size pmf, sampling and feature tables are non-negative: cut CKKS noise below 0
+            out[k] = (mean if k.endswith("/params") else mean.clamp(min=0)).to(v.dtype)
+        return [out]
 
     def _train_gnn(self, model: torch.nn.Module, graphs: list[Any], *, seed: int) -> int:
         """Up to ``gnn_epochs`` epochs; stop after ``gnn_patience`` without a loss decrease (paper)."""
