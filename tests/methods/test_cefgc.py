@@ -366,3 +366,15 @@ def test_dp_option_reports_the_accountants_epsilon_and_is_deterministic_given_th
 def test_dp_refuses_the_senders_sampler_tuning() -> None:
     with pytest.raises(ConfigError, match="tune_sampling reads the private training graphs"):
         method_class("cefgc")(_task(), _config(dp_epsilon=1.0, tune_sampling=True))
+
+
+@pytest.mark.parametrize("epsilon", [1.0, 16.0])
+def test_the_noise_plan_spends_the_target_epsilon_and_less_epsilon_means_more_noise(epsilon: float) -> None:
+    from securefg.methods.cefgc.dp_plan import ONE_SHOT_SHARE, plan_slot_noise
+
+    plan = plan_slot_noise(epsilon=epsilon, delta=1e-5, num_graphs=40, batch_size=8, epochs=10)
+    assert plan.sample_rate == 0.2 and plan.steps == 50
+    assert epsilon * 0.99 <= plan.epsilon <= epsilon
+    looser = plan_slot_noise(epsilon=2 * epsilon, delta=1e-5, num_graphs=40, batch_size=8, epochs=10)
+    assert looser.noise_multiplier < plan.noise_multiplier and looser.histogram_sigma < plan.histogram_sigma
+    assert 0 < ONE_SHOT_SHARE < 0.5

@@ -33,6 +33,9 @@ from securefg.models.graph_score.dp_training import dp_schedule
 
 #: Fraction of the target epsilon each one-shot release (histogram, feature table) would reach alone.
 ONE_SHOT_SHARE = 0.1
+#: RDP orders beyond Opacus' defaults (which stop at 63): a one-shot release at a small share of a
+#: small epsilon (0.1 of 1) needs orders in the hundreds, else no noise reaches it.
+EXTRA_ORDERS = (64, 80, 96, 128, 160, 192, 256, 320, 384, 512, 768, 1024, 2048)
 #: Bisection range and iterations of the noise multipliers.
 _LOW, _HIGH, _ITERS = 0.05, 5000.0, 60
 
@@ -73,7 +76,13 @@ def composed_epsilon(*, noise_multiplier: float, histogram_sigma: float, table_s
 
     acc = RDPAccountant()
     acc.history = [(noise_multiplier, sample_rate, steps), (histogram_sigma, 1.0, 1), (table_sigma, 1.0, 1)]
-    return float(acc.get_epsilon(delta))
+    return float(acc.get_epsilon(delta, alphas=_orders()))
+
+
+def _orders() -> list[float]:
+    from opacus.accountants import RDPAccountant
+
+    return [*RDPAccountant.DEFAULT_ALPHAS, *EXTRA_ORDERS]
 
 
 def _one_shot_epsilon(sigma: float, delta: float) -> float:
@@ -81,7 +90,7 @@ def _one_shot_epsilon(sigma: float, delta: float) -> float:
 
     acc = RDPAccountant()
     acc.history = [(sigma, 1.0, 1)]
-    return float(acc.get_epsilon(delta))
+    return float(acc.get_epsilon(delta, alphas=_orders()))
 
 
 def _bisect(fits: object, low: float = _LOW, high: float = _HIGH) -> float:
