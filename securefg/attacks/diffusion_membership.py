@@ -26,10 +26,13 @@ Both are standardised over the candidate pool (the adversary sees all candidates
 
 **Metric** (``auc``): ROC-AUC over the challenge: target clients' generator-training graphs
 (members) against as many held-out graphs never given to the adversary (non-members).
-Details: ``tpr_at_1pct_fpr``, the AUC of each component alone, and, with
+Details: ``tpr_at_1pct_fpr``, the AUC of each component alone,
+``side_knowledge_baseline`` (the same challenge scored from side knowledge alone, no received
+model: how typical each graph is under the reference model, its DSM fit plus its size
+probability; the part of the AUC the protocol did not cause), and, with
 ``dp_noise_multipliers``, the same attack against the victims' generators retrained with DP-SGD
-and a noisy size histogram (:mod:`securefg.attacks.dp_generator`): AUC, TPR and epsilon per
-setting. That retraining is the auditor's counterfactual; CeFGC itself has no DP option.
+and a noisy size histogram (:mod:`securefg.models.graph_score.dp_training`): AUC, TPR and epsilon per
+setting. That retraining is the auditor's counterfactual; the run's own DP option is ``dp_epsilon``.
 
 Where the models come from: readable ``cefgc/model`` payloads in the view (plaintext relay:
 the server reads every upload), else a curious client's own decrypted relay items
@@ -211,6 +214,7 @@ class DiffusionMembership(Attack):
     def attack(self, adv: AdversaryContext, items: Any) -> torch.Tensor:
         scores, parts = self._scores(adv, items, self._models(adv))
         self._parts = parts
+        self._baseline = self._side_knowledge_scores
         return scores
 
     def evaluate(self, challenge: Challenge, scores: torch.Tensor) -> AttackOutcome:
@@ -219,6 +223,7 @@ class DiffusionMembership(Attack):
         return AttackOutcome(
             value=roc_auc(y, scores), chance=self.chance,
             details={"tpr_at_1pct_fpr": tpr_at_fpr(y, scores), "dsm_only_auc": roc_auc(y, d),
+                     "side_knowledge_baseline": roc_auc(y, self._baseline),
                      "size_only_auc": roc_auc(y, s), "members": int(y.sum()), "non_members": int((1 - y).sum()),
                      "models": self._n_models, "reference": self.params["reference"]},
             roc=roc_points(y, scores),
@@ -286,18 +291,22 @@ class DiffusionMembership(Attack):
         inf = float("-inf")
         dsm = torch.full((len(graphs), max(len(models), 1)), inf, dtype=torch.float64)
         size = torch.full_like(dsm, inf)
+        ref_fit = torch.zeros(len(graphs), 2, dtype=torch.float64)  # the reference's own likelihood of each graph
         for gi, g in enumerate(graphs):
             y, n = int(g.y.view(-1)[0]), int(g.num_nodes)
             ref = refs.get(y)
             seed = 1_000_003 * gi + 17
             l_ref = dsm_profile(ref, g, y, levels=levels, draws=draws, seed=seed) if ref is not None else 0.0
             s_ref = log_size_prob(ref, n, y, arch.max_node_num, alpha=1.0)  # Laplace: a population prior
+            ref_fit[gi] = torch.tensor([-l_ref, s_ref], dtype=torch.float64)
             for mi, m in enumerate(models):
                 if not can_generate(m, y):
                     continue
                 dsm[gi, mi] = l_ref - dsm_profile(m, g, y, levels=levels, draws=draws, seed=seed)
                 size[gi, mi] = log_size_prob(m, n, y, arch.max_node_num) - s_ref
         ok = torch.isfinite(dsm)
+        # side knowledge alone (no received model): "typical under my reference" as the member score
+        self._side_knowledge_scores = _z(ref_fit[:, 0]) + float(self.params["size_weight"]) * _z(ref_fit[:, 1])
         zd, zs = _z(dsm), _z(size)
         comb = torch.where(ok, zd + float(self.params["size_weight"]) * torch.where(ok, zs, 0.0), float("-inf"))
 
@@ -307,7 +316,7 @@ class DiffusionMembership(Attack):
         return best(comb), (best(zd), best(zs))
 
     def _dp_victims(self, ctx: AuditContext, sigma: float, gen: torch.Generator) -> tuple[list[GraphDiffusionModel], float]:
-        from securefg.attacks.dp_generator import train_dp_generator
+        from securefg.models.graph_score.dp_training import train_dp_generator
 
         adv = ctx.adversary
         arch, opts = cefgc_architecture(adv.run)

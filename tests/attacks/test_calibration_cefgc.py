@@ -91,12 +91,25 @@ def test_a_curious_client_infers_membership_under_both_relays_and_dp_training_br
 
 def test_cefgc_plus_pair_averaging_hands_a_client_its_partners_generator(graph_task, cache):
     plus = run_method(graph_task, "cefgc_plus", "plaintext", rounds=1, lr=1e-3, weight_decay=5e-4,
-                      options={**FAST, "generator_cache": cache})
+                      options={**FAST, "generator_cache": cache, "mix_peers": 1})  # the paper's pairs
     tm = threat(["client/0"], {"partner_recovery": {}})
     r = play(tm, plus, graph_task)["partner_recovery"]
     assert r.status == "ran", r.reason
-    assert r.outcome.value >= 0.999  # exact, up to float32 rounding
+    assert r.outcome.value >= 0.999 and r.outcome.details["recovery_vs_init"] >= 0.999  # exact, up to float32
+    assert r.outcome.details["best_relative_error_whole_package"] < 1e-6
     assert r.outcome.chance < 0.7  # the mixes as received are far from any single peer's training
+    # the adversary's own package is a poor guess of a peer: the leak is the protocol's
+    assert r.outcome.details["side_knowledge_baseline"] < 0.5
+
+
+def test_cefgc_plus_group_averaging_recovers_no_peer(graph_task, cache):
+    plus = run_method(graph_task, "cefgc_plus", "plaintext", rounds=1, lr=1e-3, weight_decay=5e-4,
+                      options={**FAST, "generator_cache": cache})  # default: mix_peers=2, one group of 3
+    r = play(threat(["client/0"], {"partner_recovery": {}}), plus, graph_task)["partner_recovery"]
+    assert r.status == "ran", r.reason
+    # the best candidate is the two peers' mean, nothing individual; far above CKKS noise (~1e-6)
+    assert r.outcome.value < 0.01 and r.outcome.details["group_sizes_tried"] == [2, 3]
+    assert r.outcome.details["best_relative_error_whole_package"] > 1e-3
 
 
 def test_partner_recovery_does_not_apply_without_pair_averaging(graph_task, cefgc_sealed):

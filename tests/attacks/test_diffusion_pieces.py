@@ -7,9 +7,9 @@ import math
 import torch
 
 from securefg.attacks.diffusion_membership import dsm_profile, log_size_prob
-from securefg.attacks.dp_generator import train_dp_generator
 from securefg.data.synthetic import make_graph_classification
 from securefg.models.graph_score import GraphDiffusionModel
+from securefg.models.graph_score.dp_training import train_dp_generator
 
 
 def _graphs(n: int = 6) -> list:

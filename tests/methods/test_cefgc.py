@@ -104,7 +104,8 @@ def test_r2_bundles_hold_the_other_clients_mixes_and_not_the_own_one(plain_plus_
     fed = plain_plus_run.fed
     own = {c: fed.parties[c].state["own_package"] for c in fed.client_ids}
     partners = fed.parties[SERVER].state["partners"]
-    mixes = {o: {k: (own[o][k].double() + own[p][k].double()) / 2 for k in own[o]} for o, p in partners.items()}
+    assert all(len(p) >= 2 for p in partners.values())  # default: groups of >= 3 (here all three)
+    mixes = {o: {k: sum(own[j][k].double() for j in [o, *p]) / (1 + len(p)) for k in own[o]} for o, p in partners.items()}
     for c in fed.client_ids:
         got = fed.parties[c].state["received_packages"]
         assert len(got) == 2
@@ -164,20 +165,38 @@ def test_ckks_aggregate_equals_the_plaintext_mean() -> None:
         assert torch.allclose(out["plaintext"][k], sum(x[k] for x in inputs.values()) / 3, atol=1e-6)
 
 
-@pytest.mark.parametrize("which", ["plaintext", "he"])
-def test_a_client_recovers_its_partners_model_as_two_avg_minus_own(which: str, he_run: Run, plain_plus_run: Run) -> None:
-    fed = (he_run if which == "he" else plain_plus_run).fed
+def test_under_the_papers_pairs_a_client_recovers_its_partners_model_as_two_avg_minus_own() -> None:
+    fed = _run("cefgc_plus", "plaintext", mix_peers=1).fed
     partners = fed.parties[SERVER].state["partners"]
-    tol = 1e-6 if which == "plaintext" else 1e-5
+    assert all(len(p) == 1 for p in partners.values())
     for c in fed.client_ids:
         own = fed.parties[c].state["own_package"]
         truths = {o: fed.parties[o].state["own_package"] for o in fed.client_ids if o != c}
         res = partner_recovery(own, fed.parties[c].state["received_packages"], truths)
-        victims = [o for o, p in partners.items() if p == c and o != c]
+        victims = [o for o, p in partners.items() if p == [c] and o != c]
         if victims:  # c was someone's nearest peer: that someone's package is exposed
-            assert res["best_relative_error"] < tol and res["recovered"] in victims
+            assert res["best_relative_error"] < 1e-6 and res["recovered"] in victims
         else:
             assert res["best_relative_error"] > 1e-3
+
+
+@pytest.mark.parametrize("which", ["plaintext", "he"])
+def test_under_the_default_groups_no_client_recovers_a_peer(which: str, he_run: Run, plain_plus_run: Run) -> None:
+    fed = (he_run if which == "he" else plain_plus_run).fed
+    for c in fed.client_ids:
+        own = fed.parties[c].state["own_package"]
+        truths = {o: fed.parties[o].state["own_package"] for o in fed.client_ids if o != c}
+        received = fed.parties[c].state["received_packages"]
+        res = partner_recovery(own, received, truths, group_sizes=(2, 3))
+        # CKKS noise is ~1e-6 relative; the best guess (the peers' mean) misses each peer by far more
+        assert res["best_relative_error"] > 1e-3, (c, res["best_relative_error"])
+        # and yet the sum of the two peers is exactly there: the mix is the mean of all three
+        peers_sum = {k: sum(t[k].double() for t in truths.values()) for k in own}
+        cand = {k: 3 * received[0][k].double() - own[k].double() for k in own}
+        assert all(torch.allclose(cand[k], peers_sum[k], atol=1e-4) for k in own)
+        # which is what the client samples from: its peers' mean, not a third of its own model again
+        (usable,) = (he_run if which == "he" else plain_plus_run).method._peers_mean(fed.parties[c], received)
+        assert all(torch.allclose(usable[k].double(), peers_sum[k] / 2, atol=1e-4) for k in own if k.endswith("/params"))
 
 
 @pytest.mark.parametrize("name", ["cefgc_star", "cefgc_star_plus"])
@@ -287,6 +306,8 @@ def test_cached_models_serve_other_sampling_settings_without_retraining(tmp_path
     ("max_nodes", 1, "max_nodes must be >= 2"),
     ("diffusion_epochs", "many", "diffusion_epochs must be an integer"),
     ("langevin_steps", 0, "LangevinParams is invalid"),
+    ("dp_epsilon", -1.0, "dp_epsilon must be finite and >= 0"),
+    ("mix_peers", 0, "mix_peers must be >= 1"),
 ])
 def test_bad_options_are_refused_when_the_method_is_built(option: str, value: Any, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
@@ -310,3 +331,50 @@ def test_a_generator_cache_that_is_a_file_is_refused(tmp_path) -> None:
     blocker.write_text("not a folder")
     with pytest.raises(ConfigError, match="generator_cache must name a folder"):
         method_class("cefgc")(_task(), _config(generator_cache=str(blocker)))
+
+
+def test_dp_option_reports_the_accountants_epsilon_and_is_deterministic_given_the_seed() -> None:
+    from securefg.methods.cefgc.dp_plan import composed_epsilon
+
+    runs = [_run("cefgc", "plaintext", dp_epsilon=4.0, diffusion_epochs=2) for _ in range(2)]
+    report = runs[0].method.report()
+    privacy = report["privacy"]
+    assert privacy["unit"] == "graph" and privacy["target_epsilon"] == 4.0
+    assert 3.5 < privacy["epsilon"] <= 4.0  # the accountant's figure, within the target
+    for client in privacy["clients"].values():
+        for slot in client["slots"].values():  # recomputed from the recorded noise: the same epsilon
+            again = composed_epsilon(noise_multiplier=slot["noise_multiplier"], histogram_sigma=slot["histogram_sigma"],
+                                     table_sigma=slot["table_sigma"], sample_rate=slot["sample_rate"],
+                                     steps=slot["steps"], delta=slot["delta"])
+            assert again == pytest.approx(slot["epsilon"]) and slot["noise_multiplier"] > 0
+    assert runs[0].summary["test_auc"] == runs[1].summary["test_auc"]
+    for cid in runs[0].fed.client_ids:
+        a, b = (r.fed.parties[cid].state for r in runs)
+        for slot, m in a["generators"].items():
+            assert torch.equal(m.flat_parameters(), b["generators"][slot].flat_parameters())
+            assert torch.equal(m.node_count_hist, b["generators"][slot].node_count_hist)
+        assert all(torch.equal(t.probs, b["feature_tables"][s].probs) for s, t in a["feature_tables"].items())
+    # and the noise is real: without DP the same seed trains other weights and exact tables
+    plain = _run("cefgc", "plaintext", diffusion_epochs=2)
+    cid = plain.fed.client_ids[0]
+    slot = next(iter(plain.fed.parties[cid].state["generators"]))
+    assert not torch.equal(plain.fed.parties[cid].state["generators"][slot].flat_parameters(),
+                           runs[0].fed.parties[cid].state["generators"][slot].flat_parameters())
+    assert "privacy" not in plain.method.report()
+
+
+def test_dp_refuses_the_senders_sampler_tuning() -> None:
+    with pytest.raises(ConfigError, match="tune_sampling reads the private training graphs"):
+        method_class("cefgc")(_task(), _config(dp_epsilon=1.0, tune_sampling=True))
+
+
+@pytest.mark.parametrize("epsilon", [1.0, 16.0])
+def test_the_noise_plan_spends_the_target_epsilon_and_less_epsilon_means_more_noise(epsilon: float) -> None:
+    from securefg.methods.cefgc.dp_plan import ONE_SHOT_SHARE, plan_slot_noise
+
+    plan = plan_slot_noise(epsilon=epsilon, delta=1e-5, num_graphs=40, batch_size=8, epochs=10)
+    assert plan.sample_rate == 0.2 and plan.steps == 50
+    assert epsilon * 0.99 <= plan.epsilon <= epsilon
+    looser = plan_slot_noise(epsilon=2 * epsilon, delta=1e-5, num_graphs=40, batch_size=8, epochs=10)
+    assert looser.noise_multiplier < plan.noise_multiplier and looser.histogram_sigma < plan.histogram_sigma
+    assert 0 < ONE_SHOT_SHARE < 0.5

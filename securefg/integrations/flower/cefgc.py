@@ -91,8 +91,7 @@ class CeFGCProgram(PartyProgram):
         order, sim = ckks.similarity(rt, stack, TAG_SIMILARITY, round=0, clients=ready, metric="cosine")  # R1
         plan = m.configure_mix(server, order, sim)
         stack.resolve(TAG_MODEL, ExchangeKind.RELAY).mechanism.plan_mix(server, TAG_MODEL, plan)  # type: ignore[attr-defined]
-        partners = server.state["partners"]
-        learned["mutual_pairs"] = float(sum(partners[j] == i for i, j in partners.items()) / 2)
+        learned.update(m.learned_from_mix(server.state["partners"]))
         forwarded = ckks.relay(rt, stack, TAG_MODEL, round=0, clients=order, exclude_self=True, shuffle=True)  # R1 + R2
         w0 = m.configure_init(server)
         trained = sorted(set(broadcast(rt, stack, TAG_INIT, w0, action=ACTION_TRAIN, round=0)) & set(forwarded))  # R2

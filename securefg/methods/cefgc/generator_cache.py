@@ -33,7 +33,7 @@ from securefg.models.graph_score import GraphDiffusionModel
 CACHE_VERSION = "phase1-v3"
 #: CeFGC options that change a trained generator (the Langevin settings do not: applied after loading).
 TRAINING_OPTIONS = ("diffusion_epochs", "diffusion_patience", "diffusion_lr", "diffusion_batch", "max_nodes",
-                    "common_neighbors")
+                    "common_neighbors", "dp_epsilon", "dp_delta", "dp_max_grad_norm")
 
 
 def cache_key(
@@ -60,7 +60,7 @@ def cache_key(
     arch_fields = {"config": dataclasses.asdict(arch.config), "sigmas": list(arch.sigmas),
                    "max_node_num": arch.max_node_num, "num_classes": arch.num_classes, "conditional": arch.conditional}
     h.update(json.dumps([CACHE_VERSION, arch_fields, init_seed, seed, client, device_type,
-                         *(options[x] for x in TRAINING_OPTIONS)], sort_keys=True, default=str).encode())
+                         *(options.get(x) for x in TRAINING_OPTIONS)], sort_keys=True, default=str).encode())
     return h.hexdigest()[:20]
 
 

@@ -26,13 +26,30 @@ import torch
 from torch_geometric.data import Data
 
 from securefg.errors import InvalidInputError
+from securefg.methods.cefgc.dp_plan import plan_slot_noise
 from securefg.methods.cefgc.node_features import NodeFeatureTable
 from securefg.methods.cefgc.package import Architecture, Generator
 from securefg.models.graph_score import GraphDiffusionModel, LangevinParams
+from securefg.models.graph_score.dp_training import train_dp_generator
 from securefg.models.graph_score.tuning import select_sampling_params
 
 #: The sender tries its default step ratio times these factors (alpha_l = r * sigma_l^2).
 STEP_RATIO_FACTORS = (0.5, 1.0, 2.0)
+
+
+@dataclass(frozen=True)
+class DPSettings:
+    """Graph-level DP of phase 1 (the ``dp_*`` options; :mod:`.dp_plan`).
+
+    Args:
+        epsilon (float): Target epsilon per client (every slot spends at most this).
+        delta (float): Target delta. (default: ``1e-5``)
+        max_grad_norm (float): DP-SGD per-graph clip. (default: ``1.0``)
+    """
+
+    epsilon: float
+    delta: float = 1e-5
+    max_grad_norm: float = 1.0
 
 
 @dataclass
@@ -58,8 +75,13 @@ def train_generators(
     patience: int | None,
     generator: torch.Generator,
     device: torch.device,
+    dp: DPSettings | None = None,
 ) -> tuple[dict[int, GraphDiffusionModel], PhaseOneReport]:
     """Train a client's generator(s) on its local training graphs (sampling settings: :func:`set_sampling`).
+
+    With ``dp`` every slot is trained by DP-SGD with a noisy size histogram, its noise planned
+    for ``dp.epsilon`` (:func:`~.dp_plan.plan_slot_noise`); the plan lands in the report
+    (``models[slot]["dp"]``) and its ``table_sigma`` is what :func:`fit_feature_tables` must use.
 
     Args:
         graphs (Sequence[Data]): The client's training graphs (labels in the global space).
@@ -71,6 +93,7 @@ def train_generators(
         patience (int, optional): Early stopping on the training loss.
         generator (torch.Generator): The client's own randomness.
         device (torch.device): Where to train.
+        dp (DPSettings, optional): Graph-level DP; ``None`` trains without noise. (default: ``None``)
 
     Returns:
         ({slot: model}, report): slot = class (CeFGC) or 0 (CeFGC*).
@@ -82,15 +105,25 @@ def train_generators(
             continue
         model = arch.new_model(class_label=slot, init_seed=init_seed)
         labels = [_label(g) for g in members] if arch.conditional else None
+        excluded = sum(1 for g in graphs if (arch.conditional or _label(g) == slot) and int(g.num_nodes) > arch.max_node_num)
         t0 = time.perf_counter()
-        fit = model.fit(members, labels, epochs=epochs, batch_size=batch_size, lr=lr, generator=generator,
-                        device=device, patience=patience)
+        if dp is None:
+            fit = model.fit(members, labels, epochs=epochs, batch_size=batch_size, lr=lr, generator=generator,
+                            device=device, patience=patience)
+            info: dict[str, Any] = {"graphs": fit.num_graphs, "excluded_over_cap": excluded, "epochs": len(fit.losses),
+                                    "final_loss": fit.losses[-1], "seconds": fit.seconds}
+        else:  # DP-SGD runs its planned steps: early stopping on the loss would read the data unaccounted
+            noise = plan_slot_noise(epsilon=dp.epsilon, delta=dp.delta, num_graphs=len(members),
+                                    batch_size=batch_size, epochs=epochs)
+            dfit = train_dp_generator(model, members, labels, epochs=epochs, lr=lr, batch_size=batch_size,
+                                      noise_multiplier=noise.noise_multiplier, max_grad_norm=dp.max_grad_norm,
+                                      histogram_sigma=noise.histogram_sigma, delta=dp.delta, generator=generator,
+                                      device=device)
+            if dfit.steps != noise.steps:
+                raise AssertionError(f"DP-SGD ran {dfit.steps} steps, the plan accounted {noise.steps}")
+            info = {"graphs": len(members), "excluded_over_cap": excluded, "dp": noise.to_dict(),
+                    "seconds": time.perf_counter() - t0}
         report.train_seconds += time.perf_counter() - t0
-        info: dict[str, Any] = {
-            "graphs": fit.num_graphs, "excluded_over_cap": sum(1 for g in graphs if (arch.conditional or _label(g) == slot)
-                                                               and int(g.num_nodes) > arch.max_node_num),
-            "epochs": len(fit.losses), "final_loss": fit.losses[-1], "seconds": fit.seconds,
-        }
         models[slot] = model
         report.models[slot] = info
     return models, report
@@ -142,17 +175,27 @@ def set_sampling(
     return out, seconds
 
 
-def fit_feature_tables(graphs: Sequence[Data], arch: Architecture) -> dict[int, NodeFeatureTable]:
-    """The sender's node-feature table per slot (rows = classes for CeFGC*, one row per class model)."""
+def fit_feature_tables(graphs: Sequence[Data], arch: Architecture, *, noise_std: dict[int, float] | None = None,
+                       generator: torch.Generator | None = None) -> dict[int, NodeFeatureTable]:
+    """The sender's node-feature table per slot (rows = classes for CeFGC*, one row per class model).
+
+    ``noise_std`` (graph-level DP): the noise of each slot's table (a slot not listed gets the
+    largest listed one); ``None`` fits exact tables.
+    """
     if not arch.feature_width:
         return {}
     shape = {"max_degree": arch.max_node_num - 1, "width": arch.feature_width}
+    default = max(noise_std.values(), default=0.0) if noise_std else 0.0
+
+    def noise(slot: int) -> dict[str, Any]:
+        return {"noise_std": (noise_std or {}).get(slot, default), "generator": generator}
+
     if arch.conditional:
-        return {0: NodeFeatureTable.fit(graphs, [_label(g) for g in graphs], num_rows=arch.num_classes, **shape)}
+        return {0: NodeFeatureTable.fit(graphs, [_label(g) for g in graphs], num_rows=arch.num_classes, **shape, **noise(0))}
     by_class: dict[int, list[Data]] = {}
     for g in graphs:
         by_class.setdefault(_label(g), []).append(g)
-    return {c: NodeFeatureTable.fit(gs, [0] * len(gs), num_rows=1, **shape) for c, gs in sorted(by_class.items())}
+    return {c: NodeFeatureTable.fit(gs, [0] * len(gs), num_rows=1, **shape, **noise(c)) for c, gs in sorted(by_class.items())}
 
 
 def choose_sampling(
@@ -224,5 +267,5 @@ def synthesize(
     return out, records
 
 
-__all__ = ["PhaseOneReport", "allocation", "choose_sampling", "fit_feature_tables", "set_sampling", "synthesize",
+__all__ = ["DPSettings", "PhaseOneReport", "allocation", "choose_sampling", "fit_feature_tables", "set_sampling", "synthesize",
            "train_generators", "training_sets"]

@@ -41,9 +41,14 @@ the paper's features (TU node labels; one-hot degree for IMDB, where the table r
 degree features exactly). Measured, PROTEINS seed 0: one-hot degree features cap even a pooled
 GIN at AUC 0.71, the original 3 node labels reach 0.81 (mean readout) / 0.83 (sum readout).
 
-Leakage (measurable, see :mod:`.pairing`): client ``i`` recovers its partner's package
-exactly as ``2 * mix - theta_i`` (HE changes nothing: the leak is in the plaintext result);
-with 3 clients at least one pair is mutual, so this always happens. Receivers also learn each
+Leakage (measurable, see :mod:`.pairing`): under the paper's pairs (``mix_peers=1``) client
+``i`` recovers its partner's package exactly as ``2 * mix - theta_i`` (HE changes nothing: the
+leak is in the plaintext result); with 3 clients at least one pair is mutual, so this always
+happens. By default (``mix_peers=2``) the server averages groups of >= 3 similar clients and
+every member gets its group's mean, so a client learns only the sum of its group peers (with 3
+clients: the mean of all three). Receivers of the non-mixing variants read every sender's
+generators; ``dp_epsilon`` (:mod:`.dp_plan`) bounds what they reveal of any one training graph
+(graph-level DP), the membership audit's unit. Receivers also learn each
 sender's node-count distribution, per-class feature-by-degree frequencies and sampling settings, and under CeFGC (dense form) which
 classes each sender holds. With ``cefgc.toml`` (sealed relay, no mixing) nobody but the final
 recipients reads a model and the server learns nothing but sizes; R3 goes through SecAgg+.
@@ -69,6 +74,7 @@ from securefg.methods.base import Method, MethodConfig, Task
 from securefg.methods.cefgc import flights as flight_log
 from securefg.methods.cefgc.generator_cache import GeneratorCache, cache_key
 from securefg.methods.cefgc.generators import (
+    DPSettings,
     fit_feature_tables,
     set_sampling,
     synthesize,
@@ -84,7 +90,7 @@ from securefg.methods.cefgc.package import (
     unpack_dense_generators,
     unpack_exact_generators,
 )
-from securefg.methods.cefgc.pairing import mix_plan, nearest_partners
+from securefg.methods.cefgc.pairing import group_mix_plan, mix_plan, nearest_partners, similarity_groups
 from securefg.methods.fedavg import measure_clients
 from securefg.methods.head_owners import aggregate_by_owner, owned_groups, require_sum
 from securefg.methods.tasks import GraphTask
@@ -102,6 +108,8 @@ TAG_WEIGHTS = "cefgc/weights"
 """R3 (aggregate): each client's trained GIN weights; the server learns only their mean."""
 #: Offsets the sender's sampler-tuning draws from its training draws (same client seed).
 TUNE_SEED_OFFSET = 500_009
+#: Offsets the sender's DP feature-table noise from its other draws (same client seed).
+TABLE_SEED_OFFSET = 700_001
 
 
 def _option_number(o: Mapping[str, Any], name: str, kind: type[int | float]) -> float:
@@ -122,6 +130,20 @@ def check_options(o: Mapping[str, Any]) -> None:
     lr = _option_number(o, "diffusion_lr", float)
     if not (math.isfinite(lr) and lr > 0):
         raise ConfigError(f"option diffusion_lr must be finite and > 0, got {o['diffusion_lr']!r}")
+    for name in ("dp_epsilon", "dp_max_grad_norm"):
+        v = _option_number(o, name, float)
+        if not (math.isfinite(v) and v >= 0):
+            raise ConfigError(f"option {name} must be finite and >= 0, got {o[name]!r}")
+    if _option_number(o, "dp_epsilon", float) > 0:
+        if not 0 < _option_number(o, "dp_delta", float) < 1:
+            raise ConfigError(f"option dp_delta must be in (0, 1), got {o['dp_delta']!r}")
+        if _option_number(o, "dp_max_grad_norm", float) <= 0:
+            raise ConfigError(f"option dp_max_grad_norm must be > 0, got {o['dp_max_grad_norm']!r}")
+        if str(o["tune_sampling"]).lower() in ("true", "1", "yes"):
+            raise ConfigError("tune_sampling reads the private training graphs outside the DP accounting; "
+                              "turn it off with dp_epsilon > 0 (or set dp_epsilon=0)")
+    if _option_number(o, "mix_peers", int) < 1:
+        raise ConfigError(f"option mix_peers must be >= 1 (1 = the paper's pairs), got {o['mix_peers']!r}")
     ratio = _option_number(o, "synthetic_ratio", float)
     if not (math.isfinite(ratio) and ratio >= 0):
         raise ConfigError(f"option synthetic_ratio must be finite and >= 0, got {o['synthetic_ratio']!r}")
@@ -158,6 +180,15 @@ class CeFGC(Method):
             depends on, not the Langevin settings, so cached models serve any sampling and
             tuning choice. (default: ``""``)
         variant (str): ``"basic"`` or ``"star"`` (the CLI's ``--variant``). (default: class's)
+        dp_epsilon (float): Graph-level DP of everything a package releases (score network by
+            DP-SGD, size histogram and feature table with Gaussian noise; :mod:`.dp_plan`):
+            the target epsilon per client, reported in ``result.json`` (``privacy``); 0 = off.
+            (default: ``0.0``)
+        dp_delta (float): The delta of ``dp_epsilon``. (default: ``1e-5``)
+        dp_max_grad_norm (float): DP-SGD per-graph clip. (default: ``1.0``)
+        mix_peers (int): + variants: each package is averaged with at least this many similar
+            peers; 1 is the paper's pair average, which lets a client recover its partner as
+            ``2 * avg - own`` (:mod:`.pairing`). (default: ``2``)
     """
 
     name = "cefgc"
@@ -175,6 +206,7 @@ class CeFGC(Method):
         "max_nodes": 40, "langevin_steps": 30, "noise_factor": 0.9, "step_ratio": 0.1,
         "tune_sampling": False, "tune_samples": 16, "synthetic_ratio": 1.0, "common_neighbors": False,
         "gnn_epochs": 500, "gnn_patience": 30, "weighting": "uniform", "generator_cache": "", "variant": "",
+        "dp_epsilon": 0.0, "dp_delta": 1e-5, "dp_max_grad_norm": 1.0, "mix_peers": 2,
     }
 
     def __init__(self, task: Task, config: MethodConfig) -> None:
@@ -200,6 +232,8 @@ class CeFGC(Method):
             ("diffusion_training", "sampler_tuning", "sampling", "protocol", "gnn_training"), 0.0)
         self.info: dict[str, Any] = {"clients": {}}
         self.init_seed = 1_000_003 * (config.seed + 1)  # public, agreed before round 1 (row 0b)
+        eps = float(o["dp_epsilon"])
+        self.dp = DPSettings(eps, float(o["dp_delta"]), float(o["dp_max_grad_norm"])) if eps > 0 else None
 
     # ------------------------------------------------------------------ setup
     def setup(self, fed: Federation) -> None:
@@ -231,11 +265,28 @@ class CeFGC(Method):
         return state_of(server.state["model"])
 
     def configure_mix(self, server: Party, order: list[str], similarity: torch.Tensor) -> dict[str, dict[str, float]]:
-        """CeFGC+: pair every package with its most similar peer (Eq. 11-12); keep what was learned."""
-        partners = nearest_partners(order, similarity)
+        """CeFGC+: average every package with its most similar peer(s); keep what was learned.
+
+        ``mix_peers = 1``: the paper's pairs (Eq. 11-12). Otherwise groups of at least
+        ``mix_peers + 1`` similar clients, every member getting the group mean (:mod:`.pairing`).
+        ``server.state["partners"]`` maps each client to the peers its package was mixed with.
+        """
         server.state["similarity"] = {"order": order, "matrix": similarity.tolist()}
-        server.state["partners"] = partners
-        return mix_plan(partners)
+        peers = int(self.options["mix_peers"])
+        if peers == 1:
+            pairs = nearest_partners(order, similarity)
+            server.state["partners"] = {i: [j] for i, j in pairs.items()}
+            return mix_plan(pairs)
+        groups = similarity_groups(order, similarity, size=min(peers + 1, len(order)))
+        server.state["partners"] = {i: [j for j in g if j != i] for g in groups for i in g}
+        return group_mix_plan(groups)
+
+    @staticmethod
+    def learned_from_mix(partners: Mapping[str, list[str]]) -> dict[str, float]:
+        """Per-round figures of the mixing: mutual pairs (paper pairs) or the smallest group's peers."""
+        if all(len(p) == 1 for p in partners.values()):
+            return {"mutual_pairs": float(sum(partners[p[0]] == [i] for i, p in partners.items()) / 2)}
+        return {"min_mix_peers": float(min(len(p) for p in partners.values()))}
 
     def aggregate_train(self, server: Party, mean: dict[str, torch.Tensor]) -> None:
         """The one FedAvg: the global GIN is the (secure) mean of the clients' weights."""
@@ -259,7 +310,7 @@ class CeFGC(Method):
             models, rep = train_generators(
                 graphs, self.arch, init_seed=self.init_seed, epochs=int(o["diffusion_epochs"]),
                 batch_size=int(o["diffusion_batch"]), lr=float(o["diffusion_lr"]),
-                patience=int(o["diffusion_patience"]) or None, generator=gen, device=self.config.device,
+                patience=int(o["diffusion_patience"]) or None, generator=gen, device=self.config.device, dp=self.dp,
             )
             report = {"models": {str(s): v for s, v in rep.models.items()}, "train_seconds": rep.train_seconds, "cached": False}
             if cache is not None:
@@ -274,7 +325,12 @@ class CeFGC(Method):
         report["tune_seconds"] = tune_seconds
         self.timing["sampler_tuning"] += tune_seconds
         client.state["generators"] = models
-        client.state["feature_tables"] = fit_feature_tables(graphs, self.arch)
+        table_noise = {int(s): float(v["dp"]["table_sigma"]) for s, v in report["models"].items() if "dp" in v}
+        if self.dp is not None and not table_noise:
+            raise AssertionError("DP is on but phase 1 planned no noise")
+        client.state["feature_tables"] = fit_feature_tables(
+            graphs, self.arch, noise_std=table_noise or None,
+            generator=torch.Generator().manual_seed(self.config.seed * 7919 + k + TABLE_SEED_OFFSET) if table_noise else None)
         self.info["clients"][client.pid] = {"phase1": report}
 
     def handle_package(self, client: Party) -> bytes:
@@ -297,7 +353,8 @@ class CeFGC(Method):
         received = [decode_tensors(b) for b in blobs]
         if self.dense:
             client.state["received_packages"] = received
-            gens = [g for pkg in received for g in unpack_dense_generators(pkg, self.arch)]
+            usable = self._peers_mean(client, received) if self.mixing else None
+            gens = [g for pkg in (usable or received) for g in unpack_dense_generators(pkg, self.arch)]
         else:
             gens = [g for pkg in received for g in unpack_exact_generators(pkg)]
         gens = canonical_order(gens)
@@ -328,6 +385,27 @@ class CeFGC(Method):
         self.info["clients"][client.pid]["gnn_epochs"] = epochs
         return state_of(model)
 
+    def _peers_mean(self, client: Party, received: list[dict[str, torch.Tensor]]) -> list[dict[str, torch.Tensor]] | None:
+        """One group of every client (all mixes equal): the peers' mean ``(K * mix - own) / (K - 1)``.
+
+        The client learns nothing new (it can compute this anyway, :mod:`.pairing`), but its
+        synthetic graphs then come from its peers' models, not from a third of its own again.
+        ``None`` when the mixes differ (several groups, or the paper's pairs): they are used as received.
+        """
+        if int(self.options["mix_peers"]) < 2 or len(received) != self.num_clients - 1:
+            return None
+        first = received[0]
+        scale = max(float(v.double().abs().max()) for v in first.values()) + 1.0
+        if any(float((pkg[k].double() - first[k].double()).abs().max()) > 1e-4 * scale for pkg in received[1:] for k in first):
+            return None
+        own, g = client.state["own_package"], self.num_clients
+        out = {}
+        for k, v in first.items():
+            mean = (g * sum(p[k].double() for p in received) / len(received) - own[k].double()) / (g - 1)
+            # presence, size pmf, sampling and feature tables are non-negative: cut CKKS noise below 0
+            out[k] = (mean if k.endswith("/params") else mean.clamp(min=0)).to(v.dtype)
+        return [out]
+
     def _train_gnn(self, model: torch.nn.Module, graphs: list[Any], *, seed: int) -> int:
         """Up to ``gnn_epochs`` epochs; stop after ``gnn_patience`` without a loss decrease (paper)."""
         assert isinstance(self.task, GraphTask)
@@ -349,7 +427,7 @@ class CeFGC(Method):
             order, sim = ex.similarity(TAG_SIMILARITY, vecs, metric="cosine")
             plan = self.configure_mix(fed.server, order, sim)
             fed.stack.resolve(TAG_MODEL, ExchangeKind.RELAY).mechanism.plan_mix(fed.server, TAG_MODEL, plan)  # type: ignore[attr-defined]
-            learned["mutual_pairs"] = float(sum(fed.server.state["partners"][j] == i for i, j in fed.server.state["partners"].items()) / 2)
+            learned.update(self.learned_from_mix(fed.server.state["partners"]))
         bundles = ex.relay(TAG_MODEL, items, exclude_self=True, shuffle=True)  # R1 up + R2 down
         w0 = ex.broadcast(TAG_INIT, self.configure_init(fed.server))  # R2 down
         self.timing["protocol"] += time.perf_counter() - t0
@@ -396,10 +474,32 @@ class CeFGC(Method):
             "helper_traffic": flight_log.helper_traffic(tr),
             "timing": {f"{k}_seconds": v for k, v in self.timing.items()},
         }
+        if self.dp is not None:
+            out["privacy"] = self.privacy_report()
         if self.mixing:
             out["cefgc"]["server_learned"] = {"partners": self._fed.server.state.get("partners"),
                                               "similarity": self._fed.server.state.get("similarity")}
         return out
+
+    def privacy_report(self) -> dict[str, Any]:
+        """``result.json``'s ``privacy``: the graph-level epsilon each client's package spends."""
+        assert self.dp is not None
+        clients: dict[str, Any] = {}
+        for pid, info in self.info["clients"].items():
+            slots = {s: m["dp"] for s, m in info["phase1"]["models"].items() if "dp" in m}
+            clients[pid] = {"epsilon": max(v["epsilon"] for v in slots.values()), "slots": slots}
+        return {
+            "epsilon": max((c["epsilon"] for c in clients.values()), default=None), "delta": self.dp.delta,
+            "target_epsilon": self.dp.epsilon, "accountant": "rdp", "unit": "graph", "mechanism": "cefgc dp_epsilon",
+            "max_grad_norm": self.dp.max_grad_norm, "clients": clients,
+            "notes": [
+                ("unit 'graph': neighbouring runs differ in one training graph of one client; it covers every "
+                 "release computed from the graphs (score network by DP-SGD, node-count histogram, feature table)."),
+                ("slots (one model per class for CeFGC) train on disjoint graphs: a client's epsilon is the "
+                 "largest over its slots (parallel composition)."),
+                "not covered: which classes a client holds (CeFGC ships one model per class present).",
+            ],
+        }
 
     def _cache(self) -> GeneratorCache | None:
         root = str(self.options["generator_cache"])

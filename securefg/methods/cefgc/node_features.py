@@ -92,19 +92,32 @@ class NodeFeatureTable:
         return int(self.probs.shape[2])
 
     @classmethod
-    def fit(cls, graphs: Sequence[Data], rows: Sequence[int], *, num_rows: int, max_degree: int, width: int) -> NodeFeatureTable:
-        """Count degree/category pairs of ``graphs``; graph ``i`` goes to row ``rows[i]``.
+    def fit(cls, graphs: Sequence[Data], rows: Sequence[int], *, num_rows: int, max_degree: int, width: int,
+            noise_std: float = 0.0, generator: torch.Generator | None = None) -> NodeFeatureTable:
+        r"""Count degree/category pairs of ``graphs``; graph ``i`` goes to row ``rows[i]``.
+
+        With ``noise_std > 0`` (graph-level DP, :mod:`.dp_plan`) each graph's counts are scaled
+        to unit L2 norm, so one graph moves the table by at most 1, and every count gets
+        :math:`\mathcal{N}(0, \sigma^2)` before negatives are cut and rows renormalised.
 
         Raises:
             ConfigError: A graph's features are not one-hot of ``width`` categories.
+            InvalidInputError: ``noise_std > 0`` without a generator.
         """
+        if noise_std > 0 and generator is None:
+            raise InvalidInputError("a noisy node-feature table needs a torch.Generator")
         counts = torch.zeros(num_rows, max_degree + 1, width, dtype=torch.float64)
         for graph, row in zip(graphs, rows, strict=True):
             cats = feature_categories(graph)
             if graph.x.size(1) != width:
                 raise ConfigError(f"node features have width {graph.x.size(1)}, the task says {width}")
             deg = node_degrees(graph).clamp(max=max_degree)
-            counts[row].index_put_((deg, cats), torch.ones(deg.numel(), dtype=torch.float64), accumulate=True)
+            own = torch.zeros(max_degree + 1, width, dtype=torch.float64)
+            own.index_put_((deg, cats), torch.ones(deg.numel(), dtype=torch.float64), accumulate=True)
+            counts[row] += own / own.norm().clamp(min=1e-12) if noise_std > 0 else own
+        if noise_std > 0:
+            assert generator is not None
+            counts = (counts + torch.randn(counts.shape, generator=generator, dtype=torch.float64) * noise_std).clamp(min=0)
         totals = counts.sum(dim=(1, 2), keepdim=True)
         return cls(torch.where(totals > 0, counts / totals.clamp(min=1), counts))
 

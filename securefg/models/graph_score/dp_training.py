@@ -1,10 +1,10 @@
-r"""DP-SGD training of a CeFGC graph generator: the counterfactual defence of the membership audit.
+r"""DP-SGD training of a graph generator (graph-level DP: neighbouring training sets differ in one graph).
 
-CeFGC trains its diffusion models without DP (cefgc.md §5: "DP is absent"); the method has no
-DP option. To measure the trade-off the membership audit retrains the *victim's* generators
-under DP-SGD (Abadi et al. 2016, https://arxiv.org/abs/1607.00133) on the same graphs and with
-the same recipe, and attacks those instead. It is the auditor's counterfactual ("what if the
-client had trained privately"), not something the run did.
+CeFGC's paper trains its diffusion models without DP (cefgc.md §5: "DP is absent"). The method's
+``dp_epsilon`` option trains every client's generators with this function
+(:mod:`securefg.methods.cefgc.dp_plan` picks the noise for a target epsilon), and the membership
+audit's counterfactual (``dp_noise_multipliers``) retrains a victim's generators with it.
+Training is DP-SGD (Abadi et al. 2016, https://arxiv.org/abs/1607.00133).
 
 Two releases make up a generator, and both need noise:
 
@@ -66,6 +66,7 @@ def train_dp_generator(
     histogram_sigma: float = 0.0,
     delta: float = 1e-5,
     generator: torch.Generator,
+    device: torch.device | str = "cpu",
 ) -> DPFit:
     r"""Train ``model`` in place with DP-SGD and release a noisy size histogram.
 
@@ -80,45 +81,50 @@ def train_dp_generator(
         max_grad_norm (float): Per-graph clip :math:`C`. (default: ``1.0``)
         histogram_sigma (float): Noise std on each histogram count. (default: ``0.0``, exact)
         delta (float): The accountant's delta. (default: ``1e-5``)
-        generator (torch.Generator): Randomness of sampling, levels, noise.
+        generator (torch.Generator): Randomness of sampling, levels, noise (CPU; draws are
+            moved to ``device``, so a seed gives the same run on any device).
+        device (torch.device | str): Where to train. (default: ``"cpu"``)
 
     Returns:
         DPFit: The privacy spent (``inf`` when a noise scale is 0).
     """
     from opacus.accountants import RDPAccountant  # type: ignore[import-untyped]
 
+    device = torch.device(device)
     batch = to_dense_batch_adjacency(graphs, max_node_num=model.max_node_num)
+    adj, flags = batch.adj.to(device), batch.flags.to(device)
     n = batch.adj.shape[0]
     classes = None if labels is None else torch.as_tensor([labels[i] for i in batch.kept], dtype=torch.long)
-    net = model.score_net
+    net = model.score_net.to(device)
     net.train()
     params = [p for p in net.parameters() if p.requires_grad]
     opt = torch.optim.Adam(params, lr=lr)
-    sigmas = torch.tensor(model.sigmas)
-    q = min(1.0, batch_size / max(n, 1))
-    steps = max(1, round(epochs / q))
+    sigmas = torch.tensor(model.sigmas, device=device)
+    q, steps = dp_schedule(num_graphs=n, batch_size=batch_size, epochs=epochs)
     acc = RDPAccountant()
     for _ in range(steps):
         chosen = (torch.rand(n, generator=generator) < q).nonzero().flatten()
         total = [torch.zeros_like(p) for p in params]
         for i in chosen.tolist():
             size = int(batch.flags[i].sum())
-            level = torch.randint(len(model.sigmas), (1,), generator=generator)
-            loss = dsm_loss(net, batch.adj[i : i + 1, :size, :size], batch.flags[i : i + 1, :size], sigmas=sigmas,
-                            levels=level, classes=None if classes is None else classes[i : i + 1], generator=generator)
+            level = torch.randint(len(model.sigmas), (1,), generator=generator).to(device)
+            cls = None if classes is None else classes[i : i + 1].to(device)
+            loss = dsm_loss(net, adj[i : i + 1, :size, :size], flags[i : i + 1, :size], sigmas=sigmas,
+                            levels=level, classes=cls, generator=generator)
             grads = torch.autograd.grad(loss, params)
             norm = torch.sqrt(torch.stack([(g.double() ** 2).sum() for g in grads]).sum())
             scale = min(1.0, max_grad_norm / (float(norm) + 1e-12))
             for t, g in zip(total, grads, strict=True):
                 t.add_(g, alpha=scale)
         for p, t in zip(params, total, strict=True):
-            noise = torch.randn(t.shape, generator=generator) * noise_multiplier * max_grad_norm
+            noise = torch.randn(t.shape, generator=generator).to(device) * noise_multiplier * max_grad_norm
             p.grad = (t + noise) / max(q * n, 1.0)
         opt.step()
         opt.zero_grad(set_to_none=True)
         if noise_multiplier > 0:
             acc.step(noise_multiplier=noise_multiplier, sample_rate=q)
     net.eval()
+    model.score_net.to("cpu")
     sizes = batch.flags.sum(1).long()
     hist = torch.zeros_like(model.node_count_hist)
     for row in range(hist.shape[0]):
@@ -137,4 +143,10 @@ def train_dp_generator(
     return DPFit(epsilon=eps, delta=delta, steps=steps, sample_rate=q)
 
 
-__all__ = ["DPFit", "train_dp_generator"]
+def dp_schedule(*, num_graphs: int, batch_size: int, epochs: int) -> tuple[float, int]:
+    """DP-SGD's Poisson rate ``q = batch_size / num_graphs`` (at most 1) and ``round(epochs / q)`` steps."""
+    q = min(1.0, batch_size / max(num_graphs, 1))
+    return q, max(1, round(epochs / q))
+
+
+__all__ = ["DPFit", "dp_schedule", "train_dp_generator"]
