@@ -218,6 +218,27 @@ class Exchange:
             total = t.server(call, total, outcome.contributors)
         return unflatten(total, layout)
 
+    def shared_sum(self, tag: str, inputs: Mapping[str, Tensors]) -> dict[str, dict[str, torch.Tensor]]:
+        """Every client learns Σ_k inputs[k] ("aggregate, then broadcast back"); the stack decides
+        whether the server learns it too (``secure_sum``) or only a blinded copy (``blind_sum``).
+
+        Returns:
+            ``{client id: the sum it decoded}`` for every input client still reachable.
+
+        Raises:
+            ConfigError: Transforms on the tag (there is no server-side result to noise; add DP
+                noise on the inputs of another tag instead).
+        """
+        res, call = self._call(tag, ExchangeKind.SHARED_SUM)
+        if res.transforms:
+            raise ConfigError(f"tag {tag!r}: a shared_sum exchange takes no transforms (the server may hold "
+                              "no result to noise)")
+        vecs, layout = self._vectors(inputs, tag)
+        got = res.mechanism.run_shared_sum(call, vecs)
+        if got:
+            self.last_contributors = next(iter(got.values())).contributors
+        return {pid: unflatten(o.total, layout) for pid, o in got.items()}
+
     def personalized_aggregate(
         self, tag: str, inputs: Mapping[str, Tensors], coefficients: Mapping[str, Mapping[str, float]]
     ) -> dict[str, dict[str, torch.Tensor]]:
