@@ -45,6 +45,8 @@ class PublicRun:
         num_features (int): Node feature size.
         options (Mapping[str, Any]): The method's options (agreed before training).
         config (Mapping[str, Any]): The run configuration (seed, lr, rounds, ...).
+        session (bytes): The transport session id every party binds its messages to. (default: empty)
+        stack (Any): The protocol stack of the run (every party holds it). (default: :obj:`None`)
     """
 
     method: str
@@ -55,6 +57,8 @@ class PublicRun:
     num_features: int
     options: Mapping[str, Any] = field(default_factory=dict)
     config: Mapping[str, Any] = field(default_factory=dict)
+    session: bytes = b""
+    stack: Any = None
 
 
 @dataclass(frozen=True)

@@ -94,7 +94,7 @@ class AttackHarness:
         kind = getattr(task, "kind", "node")
         run = PublicRun(method=str(result["method"]), clients=clients, protocol=str(result["protocol"]), task=kind,
                         num_classes=int(task.num_classes), num_features=int(task.num_features),
-                        options=dict(cfg.get("options", {})), config=cfg)
+                        options=dict(cfg.get("options", {})), config=cfg, session=fed.transport.session, stack=stack)
         targets = [c for c in clients if c not in tm.adversary.parties]
         features: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
         if tm.side_knowledge.target_features and kind == "node":
