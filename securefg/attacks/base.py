@@ -256,6 +256,28 @@ class Attack(abc.ABC):
         scores = self.attack(ctx.adversary, challenge.items)
         return self.evaluate(challenge, scores)
 
+    # ----------------------------------------------------------- side-knowledge baseline
+    def baseline(self, knowledge: Knowledge, run: PublicRun, items: Any) -> torch.Tensor | None:
+        """Scores from the threat model's side knowledge alone, without a single message of the run.
+
+        The signature is the guarantee: it receives no view and no party state, only what the
+        threat model grants (:class:`Knowledge`) and the public run facts. ``None`` (the
+        default) means the side knowledge alone gives no score, so the baseline is chance.
+        """
+        return None
+
+    def run_baseline(self, ctx: AuditContext) -> float:
+        """The metric a side-knowledge-only adversary reaches on the same challenge as :meth:`run`.
+
+        Chance when :meth:`baseline` gives no scores or the metric is not an AUC.
+        """
+        gen = torch.Generator().manual_seed(ctx.seed * 7919 + sum(map(ord, self.name)))
+        challenge = self.challenge(ctx.truth, ctx.adversary, gen)
+        if challenge.labels.numel() == 0 or self.metric != "auc":
+            return self.chance
+        scores = self.baseline(ctx.adversary.knowledge, ctx.adversary.run, challenge.items)
+        return self.chance if scores is None else roc_auc(challenge.labels, scores)
+
     def challenge(self, truth: GroundTruth, adv: AdversaryContext, generator: torch.Generator) -> Challenge:
         """Challenger: draw the items and their hidden labels."""
         raise NotImplementedError(f"attack {self.name!r} does not define a challenge")

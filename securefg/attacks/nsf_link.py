@@ -37,13 +37,15 @@ from securefg.attacks.base import (
     AuditContext,
     Challenge,
     GroundTruth,
+    Knowledge,
+    PublicRun,
     Support,
     blind_outcome,
     register_attack,
 )
 from securefg.federation.codec import decode_tensor
 from securefg.federation.envelope import Form
-from securefg.attacks.link_stealing import cross_intra_auc, pair_similarity, target_pair_challenge
+from securefg.attacks.link_stealing import cross_intra_auc, feature_similarity, pair_similarity, target_pair_challenge
 
 GRAD_KEY = "nsf_grad"
 GRAD_TAG = "fedstruct/nsf_grad"
@@ -148,6 +150,10 @@ class NSFLinkInference(Attack):
 
     def challenge(self, truth: GroundTruth, adv: AdversaryContext, generator: torch.Generator) -> Challenge:
         return target_pair_challenge(truth, adv.targets, int(self.params["pairs"]), generator)
+
+    def baseline(self, knowledge: Knowledge, run: PublicRun, items: Any) -> torch.Tensor | None:
+        """Link inference from the public features alone: the endpoints' feature cosine."""
+        return feature_similarity(knowledge, items)
 
     def attack(self, adv: AdversaryContext, items: Any) -> torch.Tensor:
         self._used = self._source(adv)

@@ -48,6 +48,17 @@ def ledger_table(rows: tuple[LedgerRow, ...]) -> list[str]:
     return out
 
 
+def _leak_split(a: AttackEntry) -> list[str]:
+    """One sentence: how much of the leak public knowledge gives, how much the protocol adds."""
+    if a.baseline is None or a.chance is None or a.value is None:
+        return []
+    public = max(a.baseline, a.chance) - a.chance
+    out = [f"Leak split: public knowledge alone reaches {fmt(a.baseline)} (+{fmt(public)} over chance); the audited "
+           f"protocol adds {fmt(a.advantage)} on top"
+           + (f" (plaintext would add {fmt(a.plaintext_advantage)})" if a.plaintext_advantage is not None else "") + "."]
+    return out
+
+
 def verdict(a: AttackEntry) -> str:
     if a.status == "skipped":
         return "skipped"
@@ -100,14 +111,19 @@ def render_markdown(report: AuditReport, plots: dict[str, str] | None = None) ->
     L += ["", "<details><summary>Exposure ledger of the plaintext run</summary>", ""] + ledger_table(report.plaintext_ledger) + ["", "</details>"]
 
     L += ["", "## 2. Attacks", "",
-          ("Higher = the attack did better. *Chance* is an adversary that learned nothing from the run; the budget "
-          "is the threat model's upper bound on the audited stack."), "",
-          f"| attack | metric | `{run['protocol']}` | `{run['plaintext_protocol']}` | chance | budget | verdict |",
-          "|---|---|---:|---:|---:|---:|---|"]
+          ("Higher = the attack did better. *Chance* is an adversary that learned nothing; *baseline* is the same "
+          "attack on the adversary's side knowledge alone (no message of the run, e.g. link inference from public "
+          "features). The verdict is judged on the *advantage* = value - max(baseline, chance): the budget "
+          "`max_<metric> = b` lets the run add at most b - chance over public knowledge."), "",
+          f"| attack | metric | `{run['protocol']}` | `{run['plaintext_protocol']}` | baseline | advantage "
+          "(plaintext) | chance | budget (allowed advantage) | verdict |",
+          "|---|---|---:|---:|---:|---:|---:|---:|---|"]
     for a in report.attacks:
+        allowed = None if a.budget is None or a.chance is None else a.budget - a.chance
         L.append(f"| `{a.key}` | {a.metric} | {fmt(a.value) if a.status == 'ran' else a.status} | "
-                 f"{fmt(a.plaintext_value) if a.plaintext_status == 'ran' else a.plaintext_status} | {fmt(a.chance)} | "
-                 f"{fmt(a.budget)} | {verdict(a)} |")
+                 f"{fmt(a.plaintext_value) if a.plaintext_status == 'ran' else a.plaintext_status} | "
+                 f"{fmt(a.baseline)} | {fmt(a.advantage)} ({fmt(a.plaintext_advantage)}) | {fmt(a.chance)} | "
+                 f"{fmt(a.budget)} ({fmt(allowed)}) | {verdict(a)} |")
     for a in report.attacks:
         L += ["", f"### `{a.key}` ({a.attack})", "", f"*Metric ({a.metric})*: {a.metric_doc}."]
         if a.status != "ran":
@@ -115,6 +131,7 @@ def render_markdown(report: AuditReport, plots: dict[str, str] | None = None) ->
             continue
         L.append(f"Audited stack: **{fmt(a.value)}**; plaintext: **{fmt(a.plaintext_value)}**; chance {fmt(a.chance)}; "
                  f"budget {fmt(a.budget)} -> {verdict(a)}.")
+        L += _leak_split(a)
         if a.note:
             L.append(f"Note: {a.note}.")
         L += _details(a)
