@@ -43,9 +43,14 @@ from securefg.attacks.base import (
     blind_outcome,
     register_attack,
 )
+from securefg.attacks.link_stealing import (
+    cross_intra_auc,
+    feature_similarity,
+    pair_similarity,
+    target_pair_challenge,
+)
 from securefg.federation.codec import decode_tensor
 from securefg.federation.envelope import Form
-from securefg.attacks.link_stealing import cross_intra_auc, feature_similarity, pair_similarity, target_pair_challenge
 
 GRAD_KEY = "nsf_grad"
 GRAD_TAG = "fedstruct/nsf_grad"

@@ -115,8 +115,8 @@ def render_markdown(report: AuditReport, plots: dict[str, str] | None = None) ->
           "attack on the adversary's side knowledge alone (no message of the run, e.g. link inference from public "
           "features). The verdict is judged on the *advantage* = value - max(baseline, chance): the budget "
           "`max_<metric> = b` lets the run add at most b - chance over public knowledge."), "",
-          f"| attack | metric | `{run['protocol']}` | `{run['plaintext_protocol']}` | baseline | advantage "
-          "(plaintext) | chance | budget (allowed advantage) | verdict |",
+          (f"| attack | metric | `{run['protocol']}` | `{run['plaintext_protocol']}` | baseline | advantage "
+           "(plaintext) | chance | budget (allowed advantage) | verdict |"),
           "|---|---|---:|---:|---:|---:|---:|---:|---|"]
     for a in report.attacks:
         allowed = None if a.budget is None or a.chance is None else a.budget - a.chance

@@ -11,7 +11,7 @@ exchanges. Layout (fcp SecAgg's one file per stage and side):
   and ``blinded_result``) — ``blind_sum``, a ``shared_sum`` only the clients can read.
 """
 
+from securefg.protocol.secure_sum.blind import BlindSum
 from securefg.protocol.secure_sum.mechanism import SecureSum, SecureSumReport
-from securefg.protocol.secure_sum.blind import BlindSum  # noqa: I001  (registers after secure_sum)
 
 __all__ = ["BlindSum", "SecureSum", "SecureSumReport"]
