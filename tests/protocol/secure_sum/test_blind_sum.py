@@ -110,3 +110,12 @@ def test_exchange_shared_sum_names_tensors_and_refuses_transforms() -> None:
         {"name": "dp_gaussian", "noise_multiplier": 1.0, "clip": 1.0}]}})
     with pytest.raises(ConfigError, match="shared_sum exchange takes no transforms"):
         bad.exchange.shared_sum("s", inputs)
+
+
+def test_the_ledger_lists_every_client_and_not_the_server_as_reading_the_blinded_result(world: World) -> None:
+    from securefg.audit.ledger import exposure_ledger
+
+    mech = BlindSum(**PARAMS)
+    mech.run_shared_sum(world.call(mech, tag="g"), world.inputs(5))
+    (row,) = [r for r in exposure_ledger(world.transport.transcript) if r.tag == "g"]
+    assert row.clear_readers == () and set(row.opened_by) == set(world.clients)
