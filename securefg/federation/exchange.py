@@ -222,21 +222,33 @@ class Exchange:
         """Every client learns Σ_k inputs[k] ("aggregate, then broadcast back"); the stack decides
         whether the server learns it too (``secure_sum``) or only a blinded copy (``blind_sum``).
 
+        Transforms run as each client on its vector before the sum (``dp_gaussian`` in
+        ``distributed`` or ``local`` mode: clip and add a noise share); their server step only
+        records the release in the accountant, since the server may hold no result to noise.
+
         Returns:
             ``{client id: the sum it decoded}`` for every input client still reachable.
 
         Raises:
-            ConfigError: Transforms on the tag (there is no server-side result to noise; add DP
-                noise on the inputs of another tag instead).
+            ConfigError: A transform that needs a server-side step on the result (central noise).
         """
         res, call = self._call(tag, ExchangeKind.SHARED_SUM)
-        if res.transforms:
-            raise ConfigError(f"tag {tag!r}: a shared_sum exchange takes no transforms (the server may hold "
-                              "no result to noise)")
+        for t in res.transforms:
+            mode = getattr(getattr(t, "mode", None), "value", None)
+            if mode not in ("distributed", "local"):
+                raise ConfigError(
+                    f"tag {tag!r}: transform {type(t).name!r} needs a server-side step on the result, which a "
+                    "shared_sum may not have (blind_sum hides it from the server); use dp_gaussian with "
+                    'mode = "distributed" or "local"')
         vecs, layout = self._vectors(inputs, tag)
+        for t in res.transforms:
+            vecs = {pid: t.client(call, pid, v) for pid, v in vecs.items()}
         got = res.mechanism.run_shared_sum(call, vecs)
         if got:
-            self.last_contributors = next(iter(got.values())).contributors
+            first = next(iter(got.values()))
+            self.last_contributors = first.contributors
+            for t in res.transforms:  # accounting only: distributed and local modes add nothing here
+                t.server(call, first.total, first.contributors)
         return {pid: unflatten(o.total, layout) for pid, o in got.items()}
 
     def personalized_aggregate(

@@ -100,7 +100,7 @@ def test_a_client_refuses_a_survivor_list_naming_an_unknown_or_repeated_client(w
                     session=world.transport.session, round=0, tag="t", clients=world.clients)
 
 
-def test_exchange_shared_sum_names_tensors_and_refuses_transforms() -> None:
+def test_exchange_shared_sum_names_tensors_and_refuses_central_noise() -> None:
     fed = build_federation(3, {"s": {"mechanism": "blind_sum", "params": PARAMS}})
     inputs = {c: {"a": torch.full((2, 3), float(i))} for i, c in enumerate(fed.clients)}
     got = fed.exchange.shared_sum("s", inputs)
@@ -108,8 +108,21 @@ def test_exchange_shared_sum_names_tensors_and_refuses_transforms() -> None:
     assert torch.allclose(got["client/2"]["a"], torch.full((2, 3), 3.0), atol=1e-5)
     bad = build_federation(3, {"s": {"mechanism": "blind_sum", "transforms": [
         {"name": "dp_gaussian", "noise_multiplier": 1.0, "clip": 1.0}]}})
-    with pytest.raises(ConfigError, match="shared_sum exchange takes no transforms"):
+    with pytest.raises(ConfigError, match="needs a server-side step on the result"):
         bad.exchange.shared_sum("s", inputs)
+
+
+def test_distributed_noise_on_a_shared_sum_reaches_every_client_equally_and_is_accounted() -> None:
+    dp = {"name": "dp_gaussian", "mode": "distributed", "noise_multiplier": 2.0, "clip": 1.0, "secure_rng": False}
+    fed = build_federation(4, {"s": {"mechanism": "blind_sum", "params": {**PARAMS, "clip": 64.0},
+                                     "transforms": [dp]}})
+    inputs = {c: {"a": torch.zeros(2000)} for c in fed.clients}
+    got = fed.exchange.shared_sum("s", inputs)
+    first = got["client/0"]["a"]
+    assert all(torch.equal(g["a"], first) for g in got.values())  # one noisy sum, the same for all
+    assert 1.6 < float(first.std()) < 2.4  # four shares of std 2/sqrt(4): the sum carries sigma * clip = 2
+    from securefg.protocol.dp.accountant import STATE_KEY
+    assert fed.parties["server"].state[STATE_KEY].releases()
 
 
 def test_the_ledger_lists_every_client_and_not_the_server_as_reading_the_blinded_result(world: World) -> None:
