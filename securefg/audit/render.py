@@ -93,6 +93,12 @@ def render_markdown(report: AuditReport, plots: dict[str, str] | None = None) ->
     keys = [k for k in ("test_acc", "test_auc", "final_test", "final_test_auc", "best_round") if k in pm or k in qm]
     if keys:
         L.append("- Utility: " + "; ".join(f"{k} {fmt(pm.get(k))} (plaintext {fmt(qm.get(k))})" for k in keys))
+    dp = run.get("protected_run", {}).get("privacy") or {}
+    dp_tags = [p["tag"] for p in report.protections if any(t.get("name", "").startswith("dp_") for t in p.get("transforms", []))]
+    if dp or dp_tags:
+        L.append(f"- Differential privacy on: {', '.join(f'`{t}`' for t in dp_tags) or 'no tag'}; epsilon "
+                 f"{fmt(dp.get('epsilon'))} at delta {fmt(dp.get('delta'), 6)} (largest client-level epsilon of the run's "
+                 "accountant)")
     if tm.get("description"):
         L += ["", f"> {tm['description']}"]
     L += ["", "## 1. Exposure ledger", "",
