@@ -269,3 +269,27 @@ def test_set_base_rejects_wrong_names_sizes_and_nan() -> None:
         server.set_base({**good, last: torch.full_like(good[last], float("nan"))})
     with pytest.raises(ConfigError, match="warm_start"):
         _method(_task(), 1, warm_start="mean")
+
+
+@pytest.mark.parametrize("kind", ["sgd", "fedavg_bias"])
+def test_sgd_hypernetwork_step_of_one_over_n_moves_the_shared_bias_by_the_mean_update(kind: str) -> None:
+    """Under ``hn_optimizer = "sgd"`` the output bias's step is ``hn_lr * sum_i Delta_i``: at
+    ``hn_lr = 1/N`` the shared part follows the clients' mean fine-tuned weights (a FedAvg step);
+    ``"fedavg_bias"`` takes that step on the bias whatever ``hn_lr`` (Adam's) is."""
+    task = _task()
+    method = _method(task, 1, hn_optimizer=kind, hn_lr=1.0 / len(task.clients) if kind == "sgd" else 0.01)
+    fed = Federation(method.num_clients, ProtocolStack.load("plaintext"), seed=3, extra_parties=method.extra_parties)
+    method.setup(fed)
+    fed.set_round(0)
+    method.run_round(fed, 0)
+    server = fed.server.state["sheafhn"]
+    assert isinstance(server.hn_opt, torch.optim.SGD if kind == "sgd" else torch.optim.Adam)
+    generated = server.generate()
+    gen = torch.Generator().manual_seed(0)
+    deltas = {c: {n: 0.01 * torch.randn(t.shape, generator=gen) for n, t in generated[c].items()} for c in generated}
+    bias = server.hn.out.bias.detach().clone()
+    server.update(deltas)
+    mean = torch.stack([torch.cat([deltas[c][n].reshape(-1) for n in server.hn.shapes]) for c in deltas]).mean(dim=0)
+    torch.testing.assert_close(server.hn.out.bias.detach() - bias, mean, rtol=1e-4, atol=1e-6)
+    with pytest.raises(ConfigError, match="hn_optimizer"):
+        _method(task, 1, hn_optimizer="rmsprop")

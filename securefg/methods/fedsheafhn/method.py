@@ -43,7 +43,7 @@ from securefg.methods.fedsheafhn.client import (
     fine_tune,
     generated_shapes,
 )
-from securefg.methods.fedsheafhn.server import FEEDBACK_SIGNS, SheafHNServer
+from securefg.methods.fedsheafhn.server import FEEDBACK_SIGNS, HN_OPTIMIZERS, SheafHNServer
 from securefg.methods.tasks import NodeTask
 from securefg.methods.training import TrainConfig, evaluate_node, train_node_epochs
 from securefg.models.gcn import GCN
@@ -86,6 +86,8 @@ class FedSheafHN(Method):
             are this forward pass, so dropout adds fresh noise of the weights' own scale to every
             client's GCN each round, which 5 local epochs cannot undo. (default: ``0.0``)
         hn_lr (float): (default: ``0.01``)
+        hn_optimizer (str): ``"adam"`` (code), ``"sgd"`` (pFedHN) or ``"fedavg_bias"``; see
+            :class:`.server.SheafHNServer`. (default: ``"adam"``)
         sheaf_hidden (int): Sheaf hidden channels. (default: ``20``)
         stalk_dim (int): Sheaf stalk dimension. (default: ``1``)
         sheaf_layers (int): Diffusion steps ``T_s``. (default: ``4``)
@@ -129,7 +131,7 @@ class FedSheafHN(Method):
         "warmup_epochs": 30, "refresh_every": 5, "knn": 5, "normalize_embedding": True, "dropout": 0.3,
         "hn_hidden": 64, "hn_dropout": 0.0, "hn_lr": 0.01, "sheaf_hidden": 20, "stalk_dim": 1, "sheaf_layers": 4,
         "sheaf_dropout": 0.0, "sheaf_lr": 0.02, "sheaf_wd": 5e-4, "feedback_sign": "pfedhn", "standardize": True,
-        "generated_wd": 5e-4, "warm_start": "init",
+        "generated_wd": 5e-4, "warm_start": "init", "hn_optimizer": "adam",
     }
 
     @classmethod
@@ -155,6 +157,8 @@ class FedSheafHN(Method):
                 problems.append(f"{key} must lie in [0, {high}), got {o[key]!r}")
         if o["warm_start"] not in WARM_STARTS:
             problems.append(f"warm_start must be one of {list(WARM_STARTS)}, got {o['warm_start']!r}")
+        if o["hn_optimizer"] not in HN_OPTIMIZERS:
+            problems.append(f"hn_optimizer must be one of {list(HN_OPTIMIZERS)}, got {o['hn_optimizer']!r}")
         if o["feedback_sign"] not in FEEDBACK_SIGNS:
             problems.append(f"feedback_sign must be one of {list(FEEDBACK_SIGNS)}, got {o['feedback_sign']!r}")
         if problems:
@@ -195,6 +199,7 @@ class FedSheafHN(Method):
                                  "layers": o["sheaf_layers"], "dropout": o["sheaf_dropout"]},
             hn_hidden=o["hn_hidden"], hn_dropout=o["hn_dropout"], hn_lr=o["hn_lr"], sheaf_lr=o["sheaf_lr"],
             sheaf_wd=o["sheaf_wd"], feedback_sign=o["feedback_sign"], standardize=o["standardize"],
+            hn_optimizer=o["hn_optimizer"],
             base=torch.cat([p.detach().reshape(-1).cpu() for n, p in self.make_model().named_parameters()
                             if n.startswith(GENERATED_PREFIXES)]),
         )
@@ -260,7 +265,8 @@ class FedSheafHN(Method):
         return {"fedsheafhn": {
             "knn": o["knn"], "feedback_sign": o["feedback_sign"], "refresh_every": o["refresh_every"],
             "warmup_epochs": o["warmup_epochs"], "normalize_embedding": o["normalize_embedding"],
-            "generated_wd": o["generated_wd"], "warm_start": o["warm_start"],
+            "generated_wd": o["generated_wd"], "warm_start": o["warm_start"], "hn_optimizer": o["hn_optimizer"],
+            "hn_lr": o["hn_lr"],
             "generated_floats_per_client": sum(math.prod(s) for s in generated_shapes(self.make_model()).values()),
             "seconds_per_round": sum(timing) / len(timing) if timing else None,
             "structural_leak": STRUCTURAL_LEAK,

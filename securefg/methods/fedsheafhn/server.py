@@ -23,6 +23,7 @@ from securefg.models.hypernetwork import AttentionHypernetwork
 from securefg.models.sheaf_diffusion import DiagSheafDiffusion
 
 FEEDBACK_SIGNS = ("pfedhn", "paper")
+HN_OPTIMIZERS = ("adam", "sgd", "fedavg_bias")
 
 
 def knn_graph(x: torch.Tensor, k: int) -> torch.Tensor:
@@ -57,7 +58,16 @@ class SheafHNServer:
         sheaf (dict): :class:`DiagSheafDiffusion` keyword arguments.
         hn_hidden (int): Hypernetwork width.
         hn_dropout (float): Hypernetwork dropout.
-        hn_lr (float): Adam step of the hypernetwork.
+        hn_lr (float): Step size of the hypernetwork's optimiser.
+        hn_optimizer (str): ``"adam"`` (the reference code) or ``"sgd"`` (pFedHN's paper). Under
+            SGD the output bias moves by ``hn_lr * sum_i Delta_i``, so ``hn_lr = 1/N`` makes the
+            shared part of the generated weights follow the clients' mean fine-tuned weights
+            (a FedAvg step); Adam moves every coordinate by about ``hn_lr`` whatever the
+            clients' updates. Plain SGD through the whole hypernetwork diverged on Computers
+            (NaN feedback at ``hn_lr = 0.1``). ``"fedavg_bias"``: SGD with step ``1/N`` on the
+            output bias only (the part every client shares, which then moves to the clients'
+            mean fine-tuned weights each round, as FedAvg would) and Adam at ``hn_lr`` on the
+            rest (the per-client part). (default: ``"adam"``)
         sheaf_lr (float): Adam step of the sheaf model.
         sheaf_wd (float): Weight decay of the sheaf model.
         feedback_sign (str): ``"pfedhn"`` or ``"paper"`` (module docstring).
@@ -72,14 +82,17 @@ class SheafHNServer:
     def __init__(self, *, num_clients: int, embedding_dim: int, target_shapes: Mapping[str, tuple[int, ...]], knn: int,
                  sheaf: Mapping[str, float | int], hn_hidden: int, hn_dropout: float, hn_lr: float, sheaf_lr: float,
                  sheaf_wd: float, feedback_sign: str, standardize: bool = True,
-                 base: torch.Tensor | None = None) -> None:
+                 base: torch.Tensor | None = None, hn_optimizer: str = "adam") -> None:
         if feedback_sign not in FEEDBACK_SIGNS:
             raise InvalidInputError(f"feedback_sign must be one of {list(FEEDBACK_SIGNS)}, got {feedback_sign!r}")
+        if hn_optimizer not in HN_OPTIMIZERS:
+            raise InvalidInputError(f"hn_optimizer must be one of {list(HN_OPTIMIZERS)}, got {hn_optimizer!r}")
         self.sheaf = DiagSheafDiffusion(embedding_dim, embedding_dim, **sheaf)  # type: ignore[arg-type]
         self.hn = AttentionHypernetwork(num_clients, embedding_dim, target_shapes, hidden_channels=hn_hidden,
                                         dropout=hn_dropout, base=base)
         self.sheaf_opt = torch.optim.Adam(self.sheaf.parameters(), lr=sheaf_lr, weight_decay=sheaf_wd)
-        self.hn_opt = torch.optim.Adam(self.hn.parameters(), lr=hn_lr)
+        self._bias_opt: torch.optim.Optimizer | None = None
+        self.hn_opt = self._hn_optimizer(hn_optimizer, hn_lr, num_clients)
         self.num_clients, self.knn, self.sign, self.standardize = num_clients, knn, feedback_sign, standardize
         self.order: list[str] = []  # pseudonyms, in row order (fixed by the first embeddings)
         self.x0: torch.Tensor | None = None
@@ -89,6 +102,15 @@ class SheafHNServer:
         #: and the feedback it read, both by pseudonym.
         self.last_generated: dict[str, dict[str, torch.Tensor]] = {}
         self.last_feedback: dict[str, dict[str, torch.Tensor]] = {}
+
+    def _hn_optimizer(self, kind: str, lr: float, num_clients: int) -> torch.optim.Optimizer:
+        if kind == "adam":
+            return torch.optim.Adam(self.hn.parameters(), lr=lr)
+        if kind == "sgd":
+            return torch.optim.SGD(self.hn.parameters(), lr=lr)
+        rest = [p for p in self.hn.parameters() if p is not self.hn.out.bias]
+        self._bias_opt = torch.optim.SGD([self.hn.out.bias], lr=1.0 / num_clients)
+        return torch.optim.Adam(rest, lr=lr)
 
     def set_embeddings(self, got: Mapping[str, torch.Tensor]) -> None:
         """Hold the received embeddings as ``X_0`` and rebuild the collaboration graph.
@@ -142,7 +164,7 @@ class SheafHNServer:
         return {nym: {k: v.clone() for k, v in t.items()} for nym, t in self.last_generated.items()}
 
     def update(self, feedback: Mapping[str, Mapping[str, torch.Tensor]]) -> float:
-        """One Adam step of both models from the clients' feedback; returns the feedback norm."""
+        """One optimiser step of both models from the clients' feedback; returns the feedback norm."""
         if self._out is None:
             raise ProtocolError("feedback arrived before any generated weights")
         missing = set(self.order) - set(feedback)
@@ -155,8 +177,12 @@ class SheafHNServer:
         grad = -delta if self.sign == "pfedhn" else delta
         self.sheaf_opt.zero_grad()
         self.hn_opt.zero_grad()
+        if self._bias_opt is not None:
+            self._bias_opt.zero_grad()
         self._out.backward(grad.to(self._out.dtype))
         self.hn_opt.step()
+        if self._bias_opt is not None:
+            self._bias_opt.step()
         self.sheaf_opt.step()
         self._out = None
         return float(delta.norm())

@@ -83,7 +83,8 @@ class SecureSum(Mechanism):
         dropout_rate (float): Dropout fraction the helper plans for. (default: ``0.1``)
         adversarial_rate (float): Colluding fraction the helper plans for. (default: ``0.1``)
         signatures (bool): Run the Ed25519 consistency check. (default: :obj:`False`)
-        prg (str): ``"aes-ctr"`` or ``"chacha20"`` mask expansion. (default: ``"aes-ctr"``)
+        prg (str): ``"aes128-ctr"``, ``"aes-ctr"`` (AES-256) or ``"chacha20"`` mask
+            expansion. (default: ``"aes128-ctr"``)
         relay_sum (bool): ``peer_sum`` only: the relaying server adds the masked inputs and
             forwards one sum to the target (one vector down instead of n; the relay could then
             corrupt the sum undetected, see :mod:`~securefg.protocol.secure_sum.relay_sum`).

@@ -161,6 +161,14 @@ class UnmaskRequest:
             encode_ids(self.survivors), encode_ids(self.dead), encode_addressed(self.signatures)
         )
 
+    @staticmethod
+    def encode_for(survivors: Sequence[str], dead_by_recipient: dict[str, Sequence[str]],
+                   signatures: Sequence[tuple[str, bytes]] = ()) -> dict[str, bytes]:
+        """One request per recipient, sharing the encoding of the survivor list and signatures
+        (the same for everyone; encoding it per recipient was quadratic in n)."""
+        alive, sigs = encode_ids(survivors), encode_addressed(signatures)
+        return {pid: length_prefixed(alive, encode_ids(dead), sigs) for pid, dead in dead_by_recipient.items()}
+
     @classmethod
     def decode(cls, data: bytes) -> UnmaskRequest:
         alive, dead, sigs = _unpack(data, 3, "unmask request")

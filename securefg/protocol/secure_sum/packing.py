@@ -89,8 +89,11 @@ def pack_bits(values: np.ndarray, bits: int) -> bytes:
     return out[: packed_size(m, bits)].tobytes()
 
 
-def unpack_bits(data: bytes, bits: int, length: int, dtype: np.dtype | str = "<u8") -> np.ndarray:
+def unpack_bits(data: bytes | memoryview, bits: int, length: int, dtype: np.dtype | str = "<u8") -> np.ndarray:
     """Inverse of :func:`pack_bits`: ``length`` elements as ``dtype`` (unsigned, wide enough).
+
+    When ``bits`` is the width of ``dtype`` (a 16/32/64-bit ring read as its own words) the result
+    is a read-only view of ``data``, not a copy: the aggregator only adds it into its sum.
 
     Raises:
         CodecError: if ``data`` is not exactly ``ceil(length * bits / 8)`` bytes or its
@@ -107,7 +110,7 @@ def unpack_bits(data: bytes, bits: int, length: int, dtype: np.dtype | str = "<u
     if length == 0:
         return np.zeros(0, dtype=dtype)
     if bits in (8, 16, 32, 64):
-        return np.frombuffer(data, dtype=f"<u{bits // 8}").astype(dtype)
+        return np.frombuffer(data, dtype=f"<u{bits // 8}").astype(dtype, copy=False)
     g = _group(bits)
     groups = -(-length // g)
     stride = g * bits // 8
@@ -131,8 +134,10 @@ def encode_packed(values: np.ndarray, bits: int) -> bytes:
     return _HEADER.pack(VERSION, bits, int(np.asarray(values).size)) + pack_bits(values, bits)
 
 
-def decode_packed(data: bytes, *, bits: int, length: int, dtype: np.dtype | str = "<u8") -> np.ndarray:
+def decode_packed(data: bytes | memoryview, *, bits: int, length: int, dtype: np.dtype | str = "<u8") -> np.ndarray:
     """Parse :func:`encode_packed` output, requiring the ring size and length the receiver expects.
+
+    The result may be a read-only view of ``data`` (see :func:`unpack_bits`); copy it to write.
 
     Raises:
         CodecError: a short header, another version, ring size or length, or a bad packing.
@@ -146,4 +151,4 @@ def decode_packed(data: bytes, *, bits: int, length: int, dtype: np.dtype | str 
         raise CodecError(
             f"packed ring vector of {got_length} elements in Z_2^{got_bits}, expected {length} in Z_2^{bits}"
         )
-    return unpack_bits(bytes(data[_HEADER.size :]), bits, length, dtype)
+    return unpack_bits(memoryview(data)[_HEADER.size :], bits, length, dtype)

@@ -163,7 +163,12 @@ class Quantizer:
         ``total`` may hold whole words (unreduced): only its low ``bits`` bits are read, as a
         two's-complement integer.
         """
-        shift = np.uint64(64 - self.bits)
-        words = np.asarray(total).astype(np.uint64)
-        ints = np.left_shift(words, shift, out=words).view(np.int64) >> np.int64(shift)  # sign-extend
-        return np.ldexp(ints.astype(np.float64), -self.fraction_bits)
+        words = np.asarray(total)
+        if words.dtype.kind != "u" or words.dtype.itemsize * 8 < self.bits:
+            words = words.astype(np.uint64)
+        # sign-extend the low `bits` bits within the word itself (no widening copy to 64 bits)
+        width = words.dtype.itemsize * 8
+        signed = np.dtype(f"<i{words.dtype.itemsize}")
+        ints = np.left_shift(words, words.dtype.type(width - self.bits)).view(signed) >> signed.type(width - self.bits)
+        out = ints.astype(np.float64)
+        return np.ldexp(out, -self.fraction_bits, out=out)

@@ -65,4 +65,5 @@ def decode_summed(data: bytes, *, bits: int, length: int) -> tuple[tuple[str, ..
     (ids, packed), end = split_length_prefixed(data, 2)
     if end != len(data):
         raise CodecError("relayed masked sum: trailing bytes")
-    return decode_ids(ids, "summed clients"), decode_packed(packed, bits=bits, length=length, dtype=ring_dtype(bits))
+    total = decode_packed(packed, bits=bits, length=length, dtype=ring_dtype(bits))
+    return decode_ids(ids, "summed clients"), total if total.flags.writeable else total.copy()

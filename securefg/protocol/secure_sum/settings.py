@@ -35,7 +35,7 @@ DEFAULTS: Mapping[str, Any] = {
     "dropout_rate": 0.1,
     "adversarial_rate": 0.1,
     "signatures": False,
-    "prg": "aes-ctr",
+    "prg": "aes128-ctr",
     "relay_sum": False,
 }
 
@@ -98,7 +98,7 @@ class Settings:
     dropout_rate: float = 0.1
     adversarial_rate: float = 0.1
     signatures: bool = False
-    prg: Prg = Prg.AES_CTR
+    prg: Prg = Prg.AES128_CTR
     relay_sum: bool = False
 
     @classmethod

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from securefg.errors import InvalidInputError
-from securefg.protocol.secure_sum.prg import CHUNK_WORDS, SEED_BYTES, MaskExpander, Prg, keystream_cipher
+from securefg.protocol.secure_sum.prg import CHUNK_BYTES, SEED_BYTES, MaskExpander, Prg, keystream_cipher
 
 # NIST SP 800-38A, F.5.5 CTR-AES256.Encrypt (blocks 1-4).
 NIST_KEY = bytes.fromhex("603deb1015ca71be2b73aef0857d77811f352c073b6108d72d9810a30914dff4")
@@ -33,6 +33,27 @@ def test_aes_ctr_keystream_matches_nist_sp800_38a_f55() -> None:
     assert bytes(a ^ b for a, b in zip(stream, NIST_PT)) == NIST_CT
 
 
+# NIST SP 800-38A, F.5.1 CTR-AES128.Encrypt (block 1).
+NIST128_KEY = bytes.fromhex("2b7e151628aed2a6abf7158809cf4f3c")
+NIST128_PT = bytes.fromhex("6bc1bee22e409f96e93d7e117393172a")
+NIST128_CT = bytes.fromhex("874d6191b620e3261bef6864990db6ce")
+
+
+def test_aes128_ctr_keystream_matches_nist_sp800_38a_f51() -> None:
+    stream = keystream_cipher(Prg.AES128_CTR, NIST128_KEY, NIST_CTR).update(bytes(16))
+    assert bytes(a ^ b for a, b in zip(stream, NIST128_PT)) == NIST128_CT
+
+
+def test_aes128_seed_is_key_then_initial_counter_block() -> None:
+    seed = NIST128_KEY + NIST_CTR
+    mask = MaskExpander(Prg.AES128_CTR, 64).expand(seed, 2)
+    assert bytes(a ^ b for a, b in zip(mask.tobytes(), NIST128_PT)) == NIST128_CT
+
+
+def test_default_prg_is_aes128_ctr() -> None:
+    assert MaskExpander().prg is Prg.AES128_CTR
+
+
 def test_chacha20_keystream_matches_rfc8439_block_function() -> None:
     assert keystream_cipher(Prg.CHACHA20, RFC_KEY, RFC_NONCE16).update(bytes(64)) == RFC_BLOCK
 
@@ -45,9 +66,9 @@ def test_aes_ctr_keystream_rejects_a_wrong_nist_answer() -> None:
 
 @pytest.mark.parametrize("prg", list(Prg))
 @pytest.mark.parametrize("bits", [32, 64])
-def test_mask_is_the_little_endian_keystream_under_a_zero_counter(prg: Prg, bits: int) -> None:
+def test_mask_is_the_little_endian_keystream_of_the_seed(prg: Prg, bits: int) -> None:
     seed = bytes(range(100, 132))
-    length = CHUNK_WORDS + 37  # crosses a chunk boundary
+    length = CHUNK_BYTES // (bits // 8) + 37  # crosses a chunk boundary
     mask = MaskExpander(prg, bits).expand(seed, length)
     raw = keystream_cipher(prg, seed).update(bytes(length * bits // 8))
     assert np.array_equal(mask, np.frombuffer(raw, dtype=f"<u{bits // 8}"))

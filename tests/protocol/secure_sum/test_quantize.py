@@ -97,3 +97,17 @@ def test_a_pinned_ring_too_small_for_clip_n_and_resolution_is_refused_with_what_
 def test_auto_without_a_resolution_keeps_the_64_bit_ring() -> None:
     assert Settings.from_params({}).ring_bits(100) == 64
     assert Settings.from_params({"resolution": 2.0**-20, "clip": 1.0}).ring_bits(10) == 25
+
+
+@pytest.mark.parametrize("bits", [12, 16, 27, 32, 40, 64])
+def test_dequantize_reads_the_low_bits_of_any_unsigned_word_width(bits: int) -> None:
+    """The narrow-word fast path sign-extends exactly as the 64-bit path does."""
+    q = Quantizer(bits=bits, clip=1.0, summands=3)
+    x = np.array([-1.0, -0.5, 0.0, 0.25, 1.0])
+    enc = q.quantize(x)
+    wide = q.dequantize(enc.astype(np.uint64))
+    assert np.array_equal(q.dequantize(enc), wide)
+    np.testing.assert_allclose(wide, x, atol=2.0 ** -q.fraction_bits)
+    # unreduced words: whatever lies above the low `bits` bits is ignored
+    if bits < enc.dtype.itemsize * 8:
+        assert np.array_equal(q.dequantize(enc + enc.dtype.type(1 << bits)), wide)

@@ -31,9 +31,9 @@ def request_unmask(ctx: AggregatorContext, recipients: Iterable[str]) -> Unmask:
     alive = set(ctx.survivors)
     signatures = tuple(sorted(ctx.signatures.items()))
     recipients = sorted(recipients)
-    for pid in recipients:
-        dead = tuple(sorted(ctx.routed[pid] - alive))
-        ctx.send(pid, Stage.UNMASK, UnmaskRequest(ctx.survivors, dead, signatures).encode())
+    dead = {pid: sorted(ctx.routed[pid] - alive) for pid in recipients}
+    for pid, request in UnmaskRequest.encode_for(ctx.survivors, dead, signatures).items():
+        ctx.send(pid, Stage.UNMASK, request)
     return Unmask(ctx, recipients)
 
 
