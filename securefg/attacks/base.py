@@ -271,9 +271,11 @@ class Attack(abc.ABC):
 
         Chance when :meth:`baseline` gives no scores or the metric is not an AUC.
         """
+        if self.metric != "auc" or type(self).baseline is Attack.baseline:
+            return self.chance  # no side-knowledge scorer: do not redraw a (possibly costly) challenge
         gen = torch.Generator().manual_seed(ctx.seed * 7919 + sum(map(ord, self.name)))
         challenge = self.challenge(ctx.truth, ctx.adversary, gen)
-        if challenge.labels.numel() == 0 or self.metric != "auc":
+        if challenge.labels.numel() == 0:
             return self.chance
         scores = self.baseline(ctx.adversary.knowledge, ctx.adversary.run, challenge.items)
         return self.chance if scores is None else roc_auc(challenge.labels, scores)
