@@ -250,3 +250,26 @@ def test_a_cached_node2vec_table_trains_exactly_like_a_fresh_one(tmp_path: Any, 
     monkeypatch.setattr("securefg.methods.fedstruct.structure.train_node2vec", no_training)
     _, cached, _ = run(task, "plaintext", rounds=3, nsf="node2vec", node2vec_epochs=1)
     assert torch.equal(predictions(fresh), predictions(cached))
+
+
+def test_the_server_never_reads_the_summed_nsf_gradient_under_the_default_stack_while_plaintext_shows_it() -> None:
+    from securefg.federation.codec import decode_tensor
+
+    task = small_task(seed=4)
+    found = {}
+    for stack in ("plaintext", "fedstruct_secure"):
+        _, fed, _ = run(task, stack, rounds=2, keep=True, nsf="hop2vec")
+        summed = fed.parties["client/0"].state["nsf_grad"].double().flatten()  # what every client stepped S with
+        assert bool(summed.ne(0).any())
+        mine = [r for r in fed.transcript if r.tag == "fedstruct/nsf_grad" and "server" in (r.sender, r.receiver)]
+        assert mine
+        if stack == "fedstruct_secure":
+            assert {r.form for r in mine} <= {Form.KEYS, Form.MASKED, Form.SEALED}
+        guesses = []
+        for r in mine:
+            try:
+                guesses.append(decode_tensor(r.payload).double().flatten())
+            except Exception:  # noqa: BLE001 - masked, key and sealed bytes do not decode as tensors
+                continue
+        found[stack] = any(g.numel() == summed.numel() and torch.allclose(g, summed, atol=1e-6) for g in guesses)
+    assert found == {"plaintext": True, "fedstruct_secure": False}
