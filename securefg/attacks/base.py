@@ -45,6 +45,8 @@ class PublicRun:
         num_features (int): Node feature size.
         options (Mapping[str, Any]): The method's options (agreed before training).
         config (Mapping[str, Any]): The run configuration (seed, lr, rounds, ...).
+        session (bytes): The transport session id every party binds its messages to. (default: empty)
+        stack (Any): The protocol stack of the run (every party holds it). (default: :obj:`None`)
     """
 
     method: str
@@ -55,6 +57,8 @@ class PublicRun:
     num_features: int
     options: Mapping[str, Any] = field(default_factory=dict)
     config: Mapping[str, Any] = field(default_factory=dict)
+    session: bytes = b""
+    stack: Any = None
 
 
 @dataclass(frozen=True)
@@ -251,6 +255,30 @@ class Attack(abc.ABC):
             return blind_outcome(self.chance, "no challenge items: the truth has nothing to decide about")
         scores = self.attack(ctx.adversary, challenge.items)
         return self.evaluate(challenge, scores)
+
+    # ----------------------------------------------------------- side-knowledge baseline
+    def baseline(self, knowledge: Knowledge, run: PublicRun, items: Any) -> torch.Tensor | None:
+        """Scores from the threat model's side knowledge alone, without a single message of the run.
+
+        The signature is the guarantee: it receives no view and no party state, only what the
+        threat model grants (:class:`Knowledge`) and the public run facts. ``None`` (the
+        default) means the side knowledge alone gives no score, so the baseline is chance.
+        """
+        return None
+
+    def run_baseline(self, ctx: AuditContext) -> float:
+        """The metric a side-knowledge-only adversary reaches on the same challenge as :meth:`run`.
+
+        Chance when :meth:`baseline` gives no scores or the metric is not an AUC.
+        """
+        if self.metric != "auc" or type(self).baseline is Attack.baseline:
+            return self.chance  # no side-knowledge scorer: do not redraw a (possibly costly) challenge
+        gen = torch.Generator().manual_seed(ctx.seed * 7919 + sum(map(ord, self.name)))
+        challenge = self.challenge(ctx.truth, ctx.adversary, gen)
+        if challenge.labels.numel() == 0:
+            return self.chance
+        scores = self.baseline(ctx.adversary.knowledge, ctx.adversary.run, challenge.items)
+        return self.chance if scores is None else roc_auc(challenge.labels, scores)
 
     def challenge(self, truth: GroundTruth, adv: AdversaryContext, generator: torch.Generator) -> Challenge:
         """Challenger: draw the items and their hidden labels."""

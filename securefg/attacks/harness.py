@@ -44,6 +44,8 @@ class AttackResult:
         outcome (AttackOutcome, optional): What it achieved (``"ran"`` only).
         reason (str): Why it was skipped or failed.
         seconds (float): Wall time.
+        baseline (float, optional): The metric from the side knowledge alone (``"ran"`` only):
+            :meth:`~securefg.attacks.base.Attack.run_baseline`, which sees no message of the run.
     """
 
     key: str
@@ -54,6 +56,7 @@ class AttackResult:
     outcome: AttackOutcome | None = None
     reason: str = ""
     seconds: float = 0.0
+    baseline: float | None = None
 
 
 def split_heldout(graphs: list[Any], share: float, seed: int) -> tuple[list[Any], list[Any]]:
@@ -94,7 +97,7 @@ class AttackHarness:
         kind = getattr(task, "kind", "node")
         run = PublicRun(method=str(result["method"]), clients=clients, protocol=str(result["protocol"]), task=kind,
                         num_classes=int(task.num_classes), num_features=int(task.num_features),
-                        options=dict(cfg.get("options", {})), config=cfg)
+                        options=dict(cfg.get("options", {})), config=cfg, session=fed.transport.session, stack=stack)
         targets = [c for c in clients if c not in tm.adversary.parties]
         features: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
         if tm.side_knowledge.target_features and kind == "node":
@@ -133,8 +136,15 @@ class AttackHarness:
                                         reason=f"{type(exc).__name__}: {exc} | {' / '.join(tb)}",
                                         seconds=time.perf_counter() - t0))
                 continue
+            try:
+                baseline = attack.run_baseline(ctx)
+            except Exception as exc:  # noqa: BLE001 - reported as an attack error
+                out.append(AttackResult(spec.key, spec.attack, spec.metric, spec.budget, "error",
+                                        reason=f"side-knowledge baseline failed: {type(exc).__name__}: {exc}",
+                                        seconds=time.perf_counter() - t0))
+                continue
             out.append(AttackResult(spec.key, spec.attack, spec.metric, spec.budget, "ran", outcome,
-                                    seconds=time.perf_counter() - t0))
+                                    seconds=time.perf_counter() - t0, baseline=baseline))
         return out
 
 

@@ -36,6 +36,8 @@ from securefg.attacks.base import (
     AttackOutcome,
     Challenge,
     GroundTruth,
+    Knowledge,
+    PublicRun,
     Support,
     register_attack,
 )
@@ -53,6 +55,20 @@ def pair_similarity(h: torch.Tensor, pairs: torch.Tensor, kind: str) -> torch.Te
     elif kind != "cosine":
         raise ValueError(f"unknown similarity {kind!r}; choices: ['correlation', 'cosine']")
     return (a * b).sum(1) / (a.norm(dim=1) * b.norm(dim=1)).clamp(min=1e-12)
+
+
+def feature_similarity(knowledge: Knowledge, pairs: torch.Tensor) -> torch.Tensor | None:
+    """Cosine of the two endpoints' public features (0 where one is unknown): link inference from
+    the side knowledge alone, the baseline of every link attack. ``None`` without target features."""
+    if not knowledge.target_features:
+        return None
+    n = 1 + max(int(pairs.max()) if pairs.numel() else 0,
+                max(int(g.max()) for g, _ in knowledge.target_features.values()))
+    d = next(iter(knowledge.target_features.values()))[1].shape[1]
+    x = torch.zeros(n, d, dtype=torch.float64)
+    for gid, feats in knowledge.target_features.values():
+        x[gid] = feats.double()
+    return pair_similarity(x, pairs, "cosine")
 
 
 def _own_mix(ctx: AdversaryContext) -> dict[str, torch.Tensor] | None:
@@ -165,6 +181,10 @@ class LinkStealing(Attack):
 
     def challenge(self, truth: GroundTruth, adv: AdversaryContext, generator: torch.Generator) -> Challenge:
         return target_pair_challenge(truth, adv.targets, int(self.params["pairs"]), generator)
+
+    def baseline(self, knowledge: Knowledge, run: PublicRun, items: Any) -> torch.Tensor | None:
+        """The target features' own cosine similarity (no model at all)."""
+        return feature_similarity(knowledge, items)
 
     def attack(self, adv: AdversaryContext, items: Any) -> torch.Tensor:
         pairs: torch.Tensor = items

@@ -50,9 +50,12 @@ from securefg.attacks.base import (
     Attack,
     Challenge,
     GroundTruth,
+    Knowledge,
+    PublicRun,
     Support,
     register_attack,
 )
+from securefg.attacks.link_stealing import feature_similarity
 
 
 def peelable(betas: list[float]) -> bool:
@@ -142,6 +145,10 @@ class StructureLinkInference(Attack):
         negt = torch.tensor(neg, dtype=torch.long).t().reshape(2, -1)
         items = torch.cat([pos, negt], 1)
         return Challenge(items, torch.cat([torch.ones(pos.size(1)), torch.zeros(negt.size(1))]))
+
+    def baseline(self, knowledge: Knowledge, run: PublicRun, items: Any) -> torch.Tensor | None:
+        """Link inference from the public features alone: the endpoints' feature cosine."""
+        return feature_similarity(knowledge, items)
 
     # ------------------------------------------------------------------------- adversary
     def attack(self, adv: AdversaryContext, items: Any) -> torch.Tensor:

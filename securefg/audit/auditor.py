@@ -138,12 +138,14 @@ def merge(protected: list[AttackResult], plaintext: list[AttackResult], tm: Thre
         if po is not None and po.roc:
             roc[PLAINTEXT] = list(po.roc)
         value = None if o is None else float(o.value)
+        chance = None if o is None else float(o.chance)
+        baseline = r.baseline if r.baseline is not None else (p.baseline if p is not None else None)
         out.append(AttackEntry(
             key=r.key, attack=r.attack, metric=r.metric, metric_doc=acls.metric_doc, budget=r.budget, status=r.status,
             value=value, plaintext_status=p.status if p is not None else "skipped",
             plaintext_value=None if po is None else float(po.value),
-            chance=None if o is None else float(o.chance),
-            passed=AttackEntry.verdict(value, r.budget) if r.status == "ran" else None,
+            chance=chance, baseline=baseline,
+            passed=AttackEntry.verdict(value, r.budget, baseline=baseline, chance=chance) if r.status == "ran" else None,
             reason=r.reason or (p.reason if p is not None and p.status != "ran" else ""),
             note=o.note if o is not None else "", details=dict(o.details) if o is not None else {},
             plaintext_details=dict(po.details) if po is not None else {}, roc=roc,

@@ -41,7 +41,8 @@ def run_audit(args: argparse.Namespace) -> int:
           f"({report.run['protocol']} vs {report.run['plaintext_protocol']})")
     for a in report.attacks:
         if a.status == "ran":
-            line = f"{a.metric} {fmt(a.value)} (plaintext {fmt(a.plaintext_value)}, budget {fmt(a.budget)})"
+            line = (f"{a.metric} {fmt(a.value)} (plaintext {fmt(a.plaintext_value)}, side-knowledge baseline "
+                    f"{fmt(a.baseline)}, advantage {fmt(a.advantage)}, budget {fmt(a.budget)})")
         else:
             line = f"{a.status}: {a.reason[:100]}"
         print(f"  {a.key:<24} {line}")

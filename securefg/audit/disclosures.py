@@ -20,14 +20,17 @@ FEDSTRUCT = {
     ),
     "fedstruct/model": (
         "theta is broadcast in the clear: every client needs it to predict, so every client (and the server) "
-        "holds the global model (link_stealing). For Hop2Vec the broadcast also carries the summed NSF "
-        "gradient: the server computes it from the secure sum and every client needs it to update S. "
-        "Its row u is column u of A-bar weighted by the labelled nodes' residuals, so adjacent nodes get "
-        "similar rows: edges among every client's nodes, to the server too (nsf_link)."
+        "holds the global model (link_stealing)."
+    ),
+    "fedstruct/nsf_grad": (
+        "Hop2Vec: every client receives the summed NSF gradient (it needs it to update S). Its row u is column u "
+        "of A-bar weighted by the labelled nodes' residuals, so adjacent nodes get similar rows: edges among "
+        "every client's nodes, to every client (nsf_link). Under blind_sum the server relays the sum blinded "
+        "under the clients' group key and cannot read it; under secure_sum or plaintext it reads it too."
     ),
     "fedstruct/update": (
         "The server learns only the sum of the gradients (per-client labels and vocabularies stay hidden: "
-        "label_inference, feature_support); the sum's NSF part is re-broadcast (see fedstruct/model)."
+        "label_inference, feature_support)."
     ),
     "fedstruct/nsf": (
         "Each recipient opens every other owner's NSF rows: degrees (degree), embeddings that place adjacent "

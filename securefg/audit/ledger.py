@@ -8,7 +8,7 @@ and are listed separately.
 
 End-to-end protected items are *opened* by their recipients: a ``sealed`` or ``ciphertext``
 envelope that a client or the key holder receives is readable by it under securefg's key
-management (sealed boxes are addressed to their final recipient; CKKS secret keys live with the
+management (and so is a ``masked`` ``blind_sum`` result, blinded under the clients' group key) (sealed boxes are addressed to their final recipient; CKKS secret keys live with the
 clients or the ``keyholder``, never with the server). ``opened_by`` lists those receivers, so a
 reviewer sees that e.g. every CeFGC client reads the other clients' generators even though no
 envelope of the tag travels in plaintext.
@@ -26,6 +26,9 @@ from securefg.federation.transcript import Transcript
 
 CLEAR = (Form.PLAINTEXT.value, Form.AGGREGATE.value)
 OPENED = (Form.SEALED.value, Form.CIPHERTEXT.value)
+OPENED_MASKED_STAGES = frozenset({"shared_sum/result"})
+"""Stages whose ``masked`` envelopes their client receivers open: a ``blind_sum`` result is
+blinded under the clients' group key, so every client reads it and the server does not."""
 
 
 @dataclass(frozen=True)
@@ -77,8 +80,11 @@ def exposure_ledger(transcript: Transcript | Iterable[Any]) -> tuple[LedgerRow, 
     nbytes: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     count: dict[str, int] = defaultdict(int)
     rounds: dict[str, set[int]] = defaultdict(set)
+    opened_masked: dict[str, set[str]] = defaultdict(set)
     for r in transcript:
         senders[r.tag].add(r.sender)
+        if r.form is Form.MASKED and r.stage in OPENED_MASKED_STAGES:
+            opened_masked[r.tag].add(r.receiver)
         readers[r.tag][r.form.value].add(r.receiver)
         nbytes[r.tag][r.form.value] += r.payload_bytes
         count[r.tag] += 1
@@ -86,7 +92,7 @@ def exposure_ledger(transcript: Transcript | Iterable[Any]) -> tuple[LedgerRow, 
     rows = []
     for tag in sorted(count):
         clear = set().union(*(readers[tag].get(f, set()) for f in CLEAR))
-        opened = set().union(*(readers[tag].get(f, set()) for f in OPENED)) - {"server"} - clear
+        opened = set().union(opened_masked[tag], *(readers[tag].get(f, set()) for f in OPENED)) - {"server"} - clear
         prot = {f: tuple(sorted(p - clear - opened, key=_party_key)) for f, p in sorted(readers[tag].items())
                 if f not in CLEAR}
         rows.append(LedgerRow(tag, tuple(sorted(senders[tag], key=_party_key)), tuple(sorted(clear, key=_party_key)),

@@ -22,6 +22,11 @@ CANNOT = {
         "the threshold assumes an honest majority against collusion. Masked inputs are not validated, "
         "so a malicious client's poisoned or scaled input enters the sum unseen."
     ),
+    "blind_sum": (
+        "Every client learns the sum (it is meant for them); a server colluding with any client holds the group "
+        "key and reads it. A malicious server can corrupt the blinded sum or lie about the survivor list "
+        "(clients check the list, not the sum). As for secure_sum, masked inputs are not validated."
+    ),
     "ckks": (
         "The decrypted result goes to the key holder(s), who learn it exactly; a personalized "
         "aggregate's own share is readable by its receiver (a client always decrypts its own "

@@ -48,6 +48,17 @@ def ledger_table(rows: tuple[LedgerRow, ...]) -> list[str]:
     return out
 
 
+def _leak_split(a: AttackEntry) -> list[str]:
+    """One sentence: how much of the leak public knowledge gives, how much the protocol adds."""
+    if a.baseline is None or a.chance is None or a.value is None:
+        return []
+    public = max(a.baseline, a.chance) - a.chance
+    out = [f"Leak split: public knowledge alone reaches {fmt(a.baseline)} (+{fmt(public)} over chance); the audited "
+           f"protocol adds {fmt(a.advantage)} on top"
+           + (f" (plaintext would add {fmt(a.plaintext_advantage)})" if a.plaintext_advantage is not None else "") + "."]
+    return out
+
+
 def verdict(a: AttackEntry) -> str:
     if a.status == "skipped":
         return "skipped"
@@ -82,6 +93,12 @@ def render_markdown(report: AuditReport, plots: dict[str, str] | None = None) ->
     keys = [k for k in ("test_acc", "test_auc", "final_test", "final_test_auc", "best_round") if k in pm or k in qm]
     if keys:
         L.append("- Utility: " + "; ".join(f"{k} {fmt(pm.get(k))} (plaintext {fmt(qm.get(k))})" for k in keys))
+    dp = run.get("protected_run", {}).get("privacy") or {}
+    dp_tags = [p["tag"] for p in report.protections if any(t.get("name", "").startswith("dp_") for t in p.get("transforms", []))]
+    if dp or dp_tags:
+        L.append(f"- Differential privacy on: {', '.join(f'`{t}`' for t in dp_tags) or 'no tag'}; epsilon "
+                 f"{fmt(dp.get('epsilon'))} at delta {fmt(dp.get('delta'), 6)} (largest client-level epsilon of the run's "
+                 "accountant)")
     if tm.get("description"):
         L += ["", f"> {tm['description']}"]
     L += ["", "## 1. Exposure ledger", "",
@@ -100,14 +117,19 @@ def render_markdown(report: AuditReport, plots: dict[str, str] | None = None) ->
     L += ["", "<details><summary>Exposure ledger of the plaintext run</summary>", ""] + ledger_table(report.plaintext_ledger) + ["", "</details>"]
 
     L += ["", "## 2. Attacks", "",
-          ("Higher = the attack did better. *Chance* is an adversary that learned nothing from the run; the budget "
-          "is the threat model's upper bound on the audited stack."), "",
-          f"| attack | metric | `{run['protocol']}` | `{run['plaintext_protocol']}` | chance | budget | verdict |",
-          "|---|---|---:|---:|---:|---:|---|"]
+          ("Higher = the attack did better. *Chance* is an adversary that learned nothing; *baseline* is the same "
+          "attack on the adversary's side knowledge alone (no message of the run, e.g. link inference from public "
+          "features). The verdict is judged on the *advantage* = value - max(baseline, chance): the budget "
+          "`max_<metric> = b` lets the run add at most b - chance over public knowledge."), "",
+          (f"| attack | metric | `{run['protocol']}` | `{run['plaintext_protocol']}` | baseline | advantage "
+           "(plaintext) | chance | budget (allowed advantage) | verdict |"),
+          "|---|---|---:|---:|---:|---:|---:|---:|---|"]
     for a in report.attacks:
+        allowed = None if a.budget is None or a.chance is None else a.budget - a.chance
         L.append(f"| `{a.key}` | {a.metric} | {fmt(a.value) if a.status == 'ran' else a.status} | "
-                 f"{fmt(a.plaintext_value) if a.plaintext_status == 'ran' else a.plaintext_status} | {fmt(a.chance)} | "
-                 f"{fmt(a.budget)} | {verdict(a)} |")
+                 f"{fmt(a.plaintext_value) if a.plaintext_status == 'ran' else a.plaintext_status} | "
+                 f"{fmt(a.baseline)} | {fmt(a.advantage)} ({fmt(a.plaintext_advantage)}) | {fmt(a.chance)} | "
+                 f"{fmt(a.budget)} ({fmt(allowed)}) | {verdict(a)} |")
     for a in report.attacks:
         L += ["", f"### `{a.key}` ({a.attack})", "", f"*Metric ({a.metric})*: {a.metric_doc}."]
         if a.status != "ran":
@@ -115,6 +137,7 @@ def render_markdown(report: AuditReport, plots: dict[str, str] | None = None) ->
             continue
         L.append(f"Audited stack: **{fmt(a.value)}**; plaintext: **{fmt(a.plaintext_value)}**; chance {fmt(a.chance)}; "
                  f"budget {fmt(a.budget)} -> {verdict(a)}.")
+        L += _leak_split(a)
         if a.note:
             L.append(f"Note: {a.note}.")
         L += _details(a)

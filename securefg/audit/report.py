@@ -45,6 +45,14 @@ class AttackEntry:
         plaintext_details (dict): Secondary metrics (plaintext stack).
         roc (dict): ``{"protected": [fpr, tpr], "plaintext": [fpr, tpr]}`` when the metric is an AUC.
         seconds (float): Wall time of both runs of the attack.
+        baseline (float, optional): The metric an adversary reaches from its side knowledge alone
+            (no message of the run; e.g. link inference from public features). ``None`` in reports
+            written before baselines existed: the budget is then judged on the value itself.
+
+    The verdict is judged on the *advantage* over the side-knowledge baseline: the budget
+    ``max_<metric> = b`` allows the protocol to add ``b - chance`` over what public knowledge
+    gives, ``value - max(baseline, chance) <= b - chance``; with a chance baseline this is
+    ``value <= b``.
     """
 
     key: str
@@ -64,13 +72,31 @@ class AttackEntry:
     plaintext_details: Mapping[str, Any] = field(default_factory=dict)
     roc: Mapping[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
+    baseline: float | None = None
 
     @staticmethod
-    def verdict(value: float | None, budget: float | None) -> bool | None:
-        """``value <= budget`` (``None`` without either, or for a NaN value)."""
+    def verdict(value: float | None, budget: float | None, *, baseline: float | None = None,
+                chance: float | None = None) -> bool | None:
+        """``value - max(baseline, chance) <= budget - chance`` (``value <= budget`` without a
+        baseline; ``None`` without a budget or a value, or for a NaN value)."""
         if budget is None or value is None or not math.isfinite(value):
             return None
-        return value <= budget + 1e-12
+        if baseline is None or chance is None or not math.isfinite(baseline):
+            return value <= budget + 1e-12
+        return value - max(baseline, chance) <= budget - chance + 1e-12
+
+    @property
+    def advantage(self) -> float | None:
+        """What the run adds over the side knowledge: ``value - max(baseline, chance)``."""
+        if self.value is None or self.baseline is None or self.chance is None:
+            return None
+        return self.value - max(self.baseline, self.chance)
+
+    @property
+    def plaintext_advantage(self) -> float | None:
+        if self.plaintext_value is None or self.baseline is None or self.chance is None:
+            return None
+        return self.plaintext_value - max(self.baseline, self.chance)
 
 
 @dataclass(frozen=True)
@@ -122,7 +148,8 @@ class AuditReport:
                 problems.append(f"{a.key}: status must be one of {STATUSES}")
             if a.status == "ran" and a.value is None:
                 problems.append(f"{a.key}: ran but has no value")
-            expected = AttackEntry.verdict(a.value, a.budget) if a.status == "ran" else None
+            expected = (AttackEntry.verdict(a.value, a.budget, baseline=a.baseline, chance=a.chance)
+                        if a.status == "ran" else None)
             if a.passed != expected:
                 problems.append(f"{a.key}: passed={a.passed} but value {a.value} vs budget {a.budget} gives {expected}")
         if self.exit_code != int(self.expected_exit()):
@@ -153,7 +180,8 @@ class AuditReport:
             "run": dict(self.run),
             "ledger": [r.to_dict() for r in self.ledger],
             "plaintext_ledger": [r.to_dict() for r in self.plaintext_ledger],
-            "attacks": [asdict(a) for a in self.attacks],
+            "attacks": [{**asdict(a), "advantage": a.advantage, "plaintext_advantage": a.plaintext_advantage}
+                        for a in self.attacks],
             "protections": [dict(p) for p in self.protections],
             "assumptions": list(self.assumptions),
         }
@@ -193,7 +221,7 @@ def _clean(o: Any) -> Any:
 
 def _num(key: str, v: Any) -> Any:
     """Numeric fields written as ``"nan"``/``"inf"`` strings come back as floats."""
-    if key in ("budget", "value", "plaintext_value", "chance", "seconds") and isinstance(v, str):
+    if key in ("budget", "value", "plaintext_value", "chance", "seconds", "baseline") and isinstance(v, str):
         return float(v)
     return v
 

@@ -15,7 +15,7 @@ A threat model file (``threat_models/*.toml``)::
     aux_graphs = 0.25                    # share of the held-out graphs it holds as public data
 
     [attacks.label_inference]            # table name = attack name (or set attack = "...")
-    budget = { max_auc = 0.6 }           # the attack's metric must stay <= this
+    budget = { max_auc = 0.6 }           # the run may add at most 0.6 - chance over the side knowledge
     rounds = [0]                         # every other key is an attack parameter
 
 It parses into frozen dataclasses, validated at construction: every problem in the file is

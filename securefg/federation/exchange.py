@@ -218,6 +218,39 @@ class Exchange:
             total = t.server(call, total, outcome.contributors)
         return unflatten(total, layout)
 
+    def shared_sum(self, tag: str, inputs: Mapping[str, Tensors]) -> dict[str, dict[str, torch.Tensor]]:
+        """Every client learns Σ_k inputs[k] ("aggregate, then broadcast back"); the stack decides
+        whether the server learns it too (``secure_sum``) or only a blinded copy (``blind_sum``).
+
+        Transforms run as each client on its vector before the sum (``dp_gaussian`` in
+        ``distributed`` or ``local`` mode: clip and add a noise share); their server step only
+        records the release in the accountant, since the server may hold no result to noise.
+
+        Returns:
+            ``{client id: the sum it decoded}`` for every input client still reachable.
+
+        Raises:
+            ConfigError: A transform that needs a server-side step on the result (central noise).
+        """
+        res, call = self._call(tag, ExchangeKind.SHARED_SUM)
+        for t in res.transforms:
+            mode = getattr(getattr(t, "mode", None), "value", None)
+            if mode not in ("distributed", "local"):
+                raise ConfigError(
+                    f"tag {tag!r}: transform {type(t).name!r} needs a server-side step on the result, which a "
+                    "shared_sum may not have (blind_sum hides it from the server); use dp_gaussian with "
+                    'mode = "distributed" or "local"')
+        vecs, layout = self._vectors(inputs, tag)
+        for t in res.transforms:
+            vecs = {pid: t.client(call, pid, v) for pid, v in vecs.items()}
+        got = res.mechanism.run_shared_sum(call, vecs)
+        if got:
+            first = next(iter(got.values()))
+            self.last_contributors = first.contributors
+            for t in res.transforms:  # accounting only: distributed and local modes add nothing here
+                t.server(call, first.total, first.contributors)
+        return {pid: unflatten(o.total, layout) for pid, o in got.items()}
+
     def personalized_aggregate(
         self, tag: str, inputs: Mapping[str, Tensors], coefficients: Mapping[str, Mapping[str, float]]
     ) -> dict[str, dict[str, torch.Tensor]]:

@@ -56,8 +56,12 @@ class Record:
         return d
 
 
-def _matches(pattern: str, tag: str, round: int) -> bool:
-    """``pattern`` is a tag glob, optionally ``glob@round`` (an integer, may be negative)."""
+def _matches(pattern: str, tag: str, round: int, stage: str = "") -> bool:
+    """``pattern`` is a tag glob, optionally ``glob@round`` (an integer, may be negative), and
+    optionally ``glob#stage-glob`` (only envelopes of matching stages, e.g. a sum's result)."""
+    pattern, hashed, stage_glob = pattern.partition("#")
+    if hashed and not fnmatch.fnmatchcase(stage, stage_glob):
+        return False
     glob, _, at = pattern.rpartition("@")
     if glob and at.lstrip("-").isdigit():
         return int(at) == round and fnmatch.fnmatchcase(tag, glob)
@@ -70,17 +74,17 @@ class Transcript:
     Args:
         keep_payloads (bool | Iterable[str]): ``True`` keeps every payload; an iterable of tag
             glob patterns keeps only matching ones (``"tag@r"`` only round ``r`` of it, so an audit
-            can keep one round of a bulky tag); ``False`` keeps none. (default: :obj:`False`)
+            can keep one round of a bulky tag; ``"tag#stage"`` only that stage's envelopes); ``False`` keeps none. (default: :obj:`False`)
     """
 
     def __init__(self, keep_payloads: bool | Iterable[str] = False) -> None:
         self._records: list[Record] = []
         self._keep = keep_payloads if isinstance(keep_payloads, bool) else tuple(keep_payloads)
 
-    def _keeps(self, tag: str, round: int) -> bool:
+    def _keeps(self, tag: str, round: int, stage: str = "") -> bool:
         if isinstance(self._keep, bool):
             return self._keep
-        return any(_matches(p, tag, round) for p in self._keep)
+        return any(_matches(p, tag, round, stage) for p in self._keep)
 
     def append(
         self,
@@ -106,7 +110,7 @@ class Transcript:
             payload_bytes=len(payload),
             wire_bytes=wire_bytes,
             is_error=is_error,
-            payload=payload if self._keeps(tag, round) else None,
+            payload=payload if self._keeps(tag, round, stage) else None,
         )
         self._records.append(rec)
         return rec

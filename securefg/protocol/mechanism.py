@@ -46,6 +46,10 @@ class ExchangeKind(str, enum.Enum):
     COLLECT = "collect"
     #: Server -> the owner of each pseudonym (FedSheafHN's generated weights).
     REPLY = "reply"
+    #: Clients -> server -> every client: each client learns Σ inputs ("aggregate, then
+    #: broadcast back"). Whether the server learns the sum too is the mechanism's choice:
+    #: ``secure_sum`` hands it the sum, ``blind_sum`` only a sum blinded under a client-held key.
+    SHARED_SUM = "shared_sum"
 
 
 @dataclass
@@ -168,6 +172,11 @@ class Mechanism(abc.ABC):
         """The owner of each pseudonym (from :meth:`run_collect`) receives its output; returns
         ``{client id: what it decoded}``."""
         raise self._unsupported(ExchangeKind.REPLY)
+
+    def run_shared_sum(self, call: ExchangeCall, inputs: Mapping[str, torch.Tensor]) -> dict[str, SumOutcome]:
+        """Every reachable input client learns Σ inputs (over the survivors); returns
+        ``{client id: what it decoded}``."""
+        raise self._unsupported(ExchangeKind.SHARED_SUM)
 
     def _unsupported(self, kind: ExchangeKind) -> ConfigError:
         return ConfigError(

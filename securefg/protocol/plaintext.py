@@ -13,7 +13,7 @@ import torch
 
 from securefg.errors import ProtocolError
 from securefg.federation.codec import TensorSpec, decode_tensor, decode_tensors, encode_tensor, encode_tensors
-from securefg.federation.envelope import Envelope
+from securefg.federation.envelope import Envelope, Form
 from securefg.federation.party import Party
 from securefg.protocol.mechanism import (
     ExchangeCall,
@@ -22,6 +22,7 @@ from securefg.protocol.mechanism import (
     SumOutcome,
     register_mechanism,
 )
+from securefg.protocol.shared_result import send_to_clients
 
 
 def _vector_spec(length: int) -> TensorSpec:
@@ -78,6 +79,13 @@ class Plaintext(Mechanism):
         order = sorted(got)
         total = torch.stack([got[p] for p in order]).sum(0)
         return SumOutcome(total, tuple(order))
+
+    def run_shared_sum(self, call: ExchangeCall, inputs: Mapping[str, torch.Tensor]) -> dict[str, SumOutcome]:
+        """The server sums the clear uploads and sends the sum, in the clear, to every client."""
+        outcome = self.run_aggregate(call, inputs)
+        got = send_to_clients(call, inputs, encode_tensor(outcome.total), form=Form.PLAINTEXT)
+        spec = _vector_spec(outcome.total.numel())
+        return {pid: SumOutcome(decode_tensor(b, spec=spec), outcome.contributors) for pid, b in got.items()}
 
     def run_peer_sum(self, call: ExchangeCall, target: str, inputs: Mapping[str, torch.Tensor]) -> SumOutcome:
         got = upload_vectors(call, inputs, target, "plaintext/peer")

@@ -67,6 +67,6 @@ def test_fedstruct_by_design_releases_are_listed_per_tag_and_malicious_reruns_ma
     from securefg.audit.disclosures import by_design, method_assumptions
 
     assert "structure_link" in by_design("fedstruct", "fedstruct/abar")
-    assert "nsf_link" in by_design("fedstruct+sign_flip10@0", "fedstruct/model")
+    assert "nsf_link" in by_design("fedstruct+sign_flip10@0", "fedstruct/nsf_grad")
     assert by_design("fedstruct", "fedstruct/hardened/nse_grad") and not by_design("fedavg", "fedavg/update")
     assert method_assumptions("fedstruct") and not method_assumptions("fedavg")

@@ -302,3 +302,30 @@ def test_update_coordinates_beyond_the_clip_are_saturated_and_summed_exactly(mon
     run(small_task(seed=7), stack, rounds=3, nsf="hop2vec")
     assert max(peak for peak, _ in seen) > clip  # saturation did happen
     assert max(err for _, err in seen) <= quantizer.error_bound()
+
+
+def _as_tensor(payload: bytes | None) -> torch.Tensor | None:
+    """A payload read as one tensor, or None (masked, key and sealed bytes do not decode)."""
+    from securefg.errors import CodecError
+    from securefg.federation.codec import decode_tensor
+
+    try:
+        return decode_tensor(payload or b"").double().flatten()
+    except (CodecError, ValueError, RuntimeError):
+        return None
+
+
+def test_the_server_never_reads_the_summed_nsf_gradient_under_the_default_stack_while_plaintext_shows_it() -> None:
+    task = small_task(seed=4)
+    found = {}
+    for stack in ("plaintext", "fedstruct_secure"):
+        _, fed, _ = run(task, stack, rounds=2, keep=True, nsf="hop2vec")
+        summed = fed.parties["client/0"].state["nsf_grad"].double().flatten()  # what every client stepped S with
+        assert bool(summed.ne(0).any())
+        mine = [r for r in fed.transcript if r.tag == "fedstruct/nsf_grad" and "server" in (r.sender, r.receiver)]
+        assert mine
+        if stack == "fedstruct_secure":
+            assert {r.form for r in mine} <= {Form.KEYS, Form.MASKED, Form.SEALED}
+        guesses = [g for g in (_as_tensor(r.payload) for r in mine) if g is not None]
+        found[stack] = any(g.numel() == summed.numel() and torch.allclose(g, summed, atol=1e-6) for g in guesses)
+    assert found == {"plaintext": True, "fedstruct_secure": False}

@@ -4,7 +4,9 @@
 of Ā through Algorithm 3 over ``peer_sum`` (``fedstruct/abar``, masked under the secure
 stack), then NSFs are shared (``fedstruct/nsf``, sealed relay) and training is FedSGD with the
 gradients summed by a secure ``aggregate`` (``fedstruct/update``). ``hardened=true`` replaces
-NSF sharing with App. L.1's aggregated answers. ``variant=A``: the server holds the global
+NSF sharing with App. L.1's aggregated answers. For Hop2Vec, the summed NSF gradient every
+client needs to step its copy of S goes through ``shared_sum`` (``fedstruct/nsf_grad``): under
+the secure stack (``blind_sum``) the server relays it blinded and never reads it. ``variant=A``: the server holds the global
 graph and serves NSEs (``fedstruct/nse``). Metric reports use ``fedstruct/metrics``.
 
 Round ``r`` scores the model received in round ``r`` (θ after ``r`` server steps), so a run of
@@ -47,6 +49,7 @@ TAG_UPDATE = "fedstruct/update"
 TAG_METRICS = "fedstruct/metrics"
 TAG_COUNT = "fedstruct/count"
 TAG_NSE = "fedstruct/nse"
+TAG_NSF_GRAD = variant_b.TAG_NSF_GRAD
 
 
 @register_method
@@ -68,6 +71,7 @@ class FedStruct(Method):
         TAG_COUNT: ExchangeKind.AGGREGATE,
         TAG_MODEL: ExchangeKind.BROADCAST,
         TAG_UPDATE: ExchangeKind.AGGREGATE,
+        TAG_NSF_GRAD: ExchangeKind.SHARED_SUM,
         TAG_METRICS: ExchangeKind.AGGREGATE,
         TAG_NSE: ExchangeKind.SEND,
         hardened.TAG_H0: ExchangeKind.SEND,
@@ -178,19 +182,18 @@ class FedStruct(Method):
             g_grads = self._server_backward_a(server, nse_train, total[variant_a.NSE_GRAD])
             opt.step(total, extra=g_grads)
         else:
-            payload = {**opt.theta(), **count}
-            if self.hop2vec and not self.settings.hardened:
-                payload[variant_b.NSF_GRAD] = server.state.get("nsf_grad", torch.zeros(
-                    server.state["directory"].num_nodes, self.settings.config.structure_dim)).float()
-            received = ex.broadcast(TAG_MODEL, payload)
+            received = ex.broadcast(TAG_MODEL, {**opt.theta(), **count})
             if self.settings.hardened:
                 updates = hardened.run_round(fed, received, self.settings.query_budget)
             else:
                 updates = {cid: variant_b.handle_round(fed.parties[cid], msg, hop2vec=self.hop2vec)
                            for cid, msg in received.items()}
+                nsf_grads = {cid: {variant_b.NSF_GRAD: u.pop(variant_b.NSF_GRAD)} for cid, u in updates.items()
+                             if variant_b.NSF_GRAD in u}
+                if nsf_grads:  # Hop2Vec: the summed ∇S is for the clients (B5); the server relays it
+                    for cid, got in ex.shared_sum(TAG_NSF_GRAD, nsf_grads).items():
+                        variant_b.keep_nsf_grad(fed.parties[cid], got[variant_b.NSF_GRAD])
             total = ex.aggregate(TAG_UPDATE, updates, mean=False)
-            if variant_b.NSF_GRAD in total:
-                server.state["nsf_grad"] = total.pop(variant_b.NSF_GRAD)
             opt.step(total)
         reports = {cid: {"counts": fed.parties[cid].state["counts"]} for cid in fed.client_ids}
         c = ex.aggregate(TAG_METRICS, reports, mean=False)["counts"]

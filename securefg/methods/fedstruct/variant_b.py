@@ -1,11 +1,12 @@
 r"""FedStruct-B training (Algorithms 4 and 5): Ā[i] and the shared S at every client.
 
-Per round ``r``: the server broadcasts θ, ``|Ṽ|`` and, for Hop2Vec, last round's aggregated
-:math:`\nabla_S\mathcal{L}` (B3, B5); each client applies that step to its copy of S, scores
-the received model on its own validation/test nodes, and returns
-:math:`\nabla_\theta\mathcal{L}_i` and, for Hop2Vec, :math:`\nabla_S\mathcal{L}_i` (B4, B6)
-through one ``aggregate`` (masked under the secure stack: the server learns only the sums).
-Every client's S copy takes the same Adam step from the same broadcast, so copies stay equal.
+Per round ``r``: the server broadcasts θ and ``|Ṽ|`` (B3); for Hop2Vec each client first applies
+last round's summed :math:`\nabla_S\mathcal{L}` (B5) to its copy of S, scores the received
+model on its own validation/test nodes, and returns :math:`\nabla_\theta\mathcal{L}_i` through
+an ``aggregate`` (``fedstruct/update``: masked, the server learns only the sum it steps θ with)
+and, for Hop2Vec, :math:`\nabla_S\mathcal{L}_i` through a ``shared_sum`` (``fedstruct/nsf_grad``,
+B4, B6): every client receives the sum, and under ``blind_sum`` the server only relays it
+blinded. Every client's S copy takes the same Adam step from the same sum, so copies stay equal.
 """
 
 from __future__ import annotations
@@ -19,6 +20,12 @@ from securefg.methods.fedstruct.server import prefixed
 from securefg.models.fedstruct import ClientBatch, FedStructDGCN, client_gradients, client_logits
 
 NSF_GRAD = "nsf_grad"
+TAG_NSF_GRAD = "fedstruct/nsf_grad"
+
+
+def keep_nsf_grad(client: Party, total: Tensor) -> None:
+    """Keep the summed ∇S a client received; it steps S at the start of the next round."""
+    client.state[NSF_GRAD] = total
 
 
 def client_batch(data: ClientData, abar: Tensor) -> ClientBatch:
@@ -29,16 +36,18 @@ def client_batch(data: ClientData, abar: Tensor) -> ClientBatch:
 
 
 def handle_round(client: Party, msg: dict[str, Tensor], *, hop2vec: bool) -> dict[str, Tensor]:
-    """One client's round: update S (Hop2Vec), score θ, return its gradients."""
+    """One client's round: update S with the last summed ∇S (Hop2Vec), score θ, return its
+    gradients (``theta/*``, and ``nsf_grad`` for the ``shared_sum``)."""
     st = client.state
     model: FedStructDGCN = st["model"]
     data: ClientData = st["data"]
     batch: ClientBatch = st["batch"]
-    load_parameters(model, {k: v for k, v in msg.items() if k not in (NSF_GRAD, "num_labeled")})
+    load_parameters(model, {k: v for k, v in msg.items() if k != "num_labeled"})
     table: Tensor = st["structure"]
-    if hop2vec and NSF_GRAD in msg and bool(msg[NSF_GRAD].ne(0).any()):
+    summed = st.get(NSF_GRAD)
+    if hop2vec and isinstance(summed, Tensor) and bool(summed.ne(0).any()):
         st["structure_opt"].zero_grad(set_to_none=True)
-        table.grad = msg[NSF_GRAD].to(table.device, table.dtype)
+        table.grad = summed.to(table.device, table.dtype)
         st["structure_opt"].step()
     model.eval()
     with torch.no_grad():

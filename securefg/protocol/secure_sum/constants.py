@@ -38,6 +38,8 @@ class Domain(bytes, enum.Enum):
     SHARE_AEAD = b"securefg/secure_sum/v1/share-aead"
     END_TO_END = b"securefg/secure_sum/v1/end-to-end"
     CONSISTENCY = b"securefg/secure_sum/v1/consistency"
+    GROUP_KEY = b"securefg/secure_sum/v1/group-key"
+    BLINDING = b"securefg/secure_sum/v1/blinding"
 
 
 class ShareKind(int, enum.Enum):

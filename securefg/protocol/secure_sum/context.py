@@ -70,6 +70,9 @@ class ClientContext:
     """Shares this client holds: ``sender -> (s_sk share, b share)``."""
     survivors: tuple[str, ...] = ()
     survivor_sign_keys: dict[str, bytes] = field(default_factory=dict)
+    blind_seed: bytes = b""
+    """``blind_sum`` only: a seed whose mask this client adds to its input and that only the
+    clients can remove (derived from their group key); empty for a plain secure sum."""
 
     def x_of(self, pid: str) -> int:
         """The public Shamir x-coordinate of ``pid``: 1 + its index in the client list."""

@@ -31,6 +31,8 @@ import torch
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from securefg.errors import InvalidInputError, UnexpectedMessageError
+from securefg.federation.codec import TensorSpec, decode_tensor, encode_tensor
+from securefg.federation.envelope import Form
 from securefg.protocol.mechanism import ExchangeCall, ExchangeKind, Mechanism, SumOutcome, register_mechanism
 from securefg.protocol.secure_sum import server
 from securefg.protocol.secure_sum.client import AdvertiseKeys, ClientStage
@@ -40,6 +42,7 @@ from securefg.protocol.secure_sum.harary import harary_graph
 from securefg.protocol.secure_sum.relay_sum import forward_sum
 from securefg.protocol.secure_sum.route import Route
 from securefg.protocol.secure_sum.settings import DEFAULTS, Settings, validate
+from securefg.protocol.shared_result import send_to_clients
 
 
 @dataclass(frozen=True)
@@ -89,7 +92,7 @@ class SecureSum(Mechanism):
     """
 
     name = NAME
-    exchanges = frozenset({ExchangeKind.AGGREGATE, ExchangeKind.PEER_SUM})
+    exchanges = frozenset({ExchangeKind.AGGREGATE, ExchangeKind.PEER_SUM, ExchangeKind.SHARED_SUM})
     defaults = DEFAULTS
     protects = "each input: the receiver sees masked vectors and learns only the sum over survivors"
 
@@ -104,28 +107,41 @@ class SecureSum(Mechanism):
         return problems + validate({k: v for k, v in params.items() if k in DEFAULTS})
 
     def run_aggregate(self, call: ExchangeCall, inputs: Mapping[str, torch.Tensor]) -> SumOutcome:
-        return self._run(call, call.server, inputs)
+        agg = self._run(call, call.server, inputs)
+        return SumOutcome(agg.total, agg.contributors)
 
     def run_peer_sum(self, call: ExchangeCall, target: str, inputs: Mapping[str, torch.Tensor]) -> SumOutcome:
         if target in inputs or target == call.server:
             raise InvalidInputError(f"{call.tag!r}: the peer-sum target {target!r} must be a client outside the inputs")
-        return self._run(call, target, inputs)
+        agg = self._run(call, target, inputs)
+        return SumOutcome(agg.total, agg.contributors)
+
+    def run_shared_sum(self, call: ExchangeCall, inputs: Mapping[str, torch.Tensor]) -> dict[str, SumOutcome]:
+        """The server learns the sum (as for ``aggregate``) and sends it to every client
+        (``Form.AGGREGATE``); bind the tag to ``blind_sum`` to keep the server out of it."""
+        agg = self._run(call, call.server, inputs)
+        got = send_to_clients(call, inputs, encode_tensor(agg.total), form=Form.AGGREGATE)
+        spec = TensorSpec({"x": (torch.float64, (agg.total.numel(),))})
+        return {pid: SumOutcome(decode_tensor(b, spec=spec), agg.contributors) for pid, b in got.items()}
 
     # ---------------------------------------------------------------------------------------
-    def _run(self, call: ExchangeCall, aggregator: str, inputs: Mapping[str, torch.Tensor]) -> SumOutcome:
+    def _run(self, call: ExchangeCall, aggregator: str, inputs: Mapping[str, torch.Tensor], *,
+             blinds: Mapping[str, bytes] | None = None) -> server.Completed:
+        """Drive one call; ``blinds`` (``blind_sum``) gives each client a seed to blind its input."""
         vectors = _check_inputs(call.tag, inputs)
         route = Route(call.transport, relay=call.server, aggregator=aggregator, round=call.round, tag=call.tag,
                       sum_at_relay=self.settings.relay_sum)
         info = CallInfo(call.transport.session, call.round, call.tag, self.settings, route)
         parties = sorted({*vectors, aggregator, call.server})
         try:
-            return self._protocol(call, info, vectors)
+            return self._protocol(call, info, vectors, blinds or {})
         finally:
             for pid in parties:  # secrets of this call die with it, success or abort
                 call.state_of(pid, NAME).get("calls", {}).pop((call.tag, call.round), None)
                 route.drain(pid)
 
-    def _protocol(self, call: ExchangeCall, info: CallInfo, vectors: dict[str, np.ndarray]) -> SumOutcome:
+    def _protocol(self, call: ExchangeCall, info: CallInfo, vectors: dict[str, np.ndarray],
+                  blinds: Mapping[str, bytes]) -> server.Completed:
         route, key = info.route, (call.tag, call.round)
         clients = tuple(sorted(vectors))
         degree, threshold = self.settings.graph(len(clients))
@@ -139,7 +155,7 @@ class SecureSum(Mechanism):
         call.state_of(route.aggregator, NAME).setdefault("calls", {})[key] = ctx
         stages: dict[str, ClientStage] = {}
         for pid in clients:
-            stages[pid] = AdvertiseKeys(ClientContext(pid, info, vectors[pid]))
+            stages[pid] = AdvertiseKeys(ClientContext(pid, info, vectors[pid], blind_seed=blinds.get(pid, b"")))
             call.state_of(pid, NAME).setdefault("calls", {})[key] = stages[pid]
 
         gone = {pid for pid in clients if pid in call.transport.offline}
@@ -169,7 +185,7 @@ class SecureSum(Mechanism):
         )
         call.state_of(route.aggregator, NAME).setdefault("reports", {})[key] = report
         self.last_report = report
-        return SumOutcome(agg.total, agg.contributors)
+        return agg
 
 
 def _check_inputs(tag: str, inputs: Mapping[str, torch.Tensor]) -> dict[str, np.ndarray]:

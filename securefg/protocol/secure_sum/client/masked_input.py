@@ -19,10 +19,10 @@ class MaskedInput(ClientStage):
     With :math:`U` the neighbours whose shares arrived,
 
     .. math::
-        y_i = q(x_i) + \mathrm{PRG}(b_i) + \sum_{j \in U, i < j} \mathrm{PRG}(s_{ij})
+        y_i = q(x_i) + \mathrm{PRG}(b_i) [+ \mathrm{PRG}(g_i)] + \sum_{j \in U, i < j} \mathrm{PRG}(s_{ij})
               - \sum_{j \in U, j < i} \mathrm{PRG}(s_{ij}) \pmod{2^{bits}}
 
-    sent bit-packed (``bits`` bits per element, :mod:`~securefg.protocol.secure_sum.packing`).
+    (:math:`g_i`: the ``blind_sum`` blinding seed, from the clients' group key), sent bit-packed (``bits`` bits per element, :mod:`~securefg.protocol.secure_sum.packing`).
 
     Refuses shares from a party it did not exchange keys with, a sender listed twice, fewer
     than ``t`` senders (Bonawitz's ``|U_2| >= t``); a share that fails authentication or names
@@ -60,6 +60,8 @@ class MaskedInput(ClientStage):
         acc = quantizer.quantize(ctx.vector)
         expander = MaskExpander(settings.prg, quantizer.bits)
         expander.add_into(acc, ctx.b_seed)
+        if ctx.blind_seed:  # blind_sum: a mask the aggregator never learns, removed by the clients
+            expander.add_into(acc, ctx.blind_seed)
         for peer in sorted(senders):
             seed = crypto.pairwise_seed(
                 ctx.s_sk, ctx.peers[peer].s_pk, session=ctx.info.session, round=ctx.info.round,

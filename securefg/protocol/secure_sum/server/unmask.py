@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
+import numpy as np
 import torch
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
@@ -89,13 +90,16 @@ class Unmask(ServerStage):
                 )
                 expander.add_into(total, seed, subtract=u < owner)
         result = torch.from_numpy(ctx.quantizer.dequantize(total))
-        return Completed(ctx, result, tuple(sorted(alive)))
+        return Completed(ctx, result, tuple(sorted(alive)), ring_total=total)
 
 
 class Completed(ServerStage):
     """The round is over: holds the dequantized sum and who is in it; accepts nothing."""
 
-    def __init__(self, ctx: AggregatorContext, total: torch.Tensor, contributors: tuple[str, ...]) -> None:
+    def __init__(self, ctx: AggregatorContext, total: torch.Tensor, contributors: tuple[str, ...], *,
+                 ring_total: np.ndarray | None = None) -> None:
         super().__init__(ctx)
         self.total = total
         self.contributors = contributors
+        self.ring_total = ring_total
+        """The unmasked sum as ring words (``blind_sum``: still blinded, so ``total`` is noise)."""

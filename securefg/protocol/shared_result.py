@@ -1,0 +1,31 @@
+"""The second half of a ``shared_sum``: the server sends one result to every client.
+
+Shared by every mechanism that carries ``shared_sum`` (plaintext, ``secure_sum``,
+``blind_sum``): they differ in what the server holds before this step (every input, the sum, or
+only a blinded sum) and hence in the envelope's :class:`~securefg.federation.envelope.Form`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from securefg.federation.envelope import Envelope, Form
+from securefg.protocol.mechanism import ExchangeCall
+
+STAGE = "shared_sum/result"
+
+
+def send_to_clients(call: ExchangeCall, receivers: Iterable[str], payload: bytes, *, form: Form) -> dict[str, bytes]:
+    """Acting as the server: one envelope of ``payload`` to every receiver; returns what each
+    reachable receiver got (offline ones are recorded as not delivered)."""
+    receivers = tuple(sorted(receivers))
+    if not receivers:
+        return {}
+    call.transport.send(Envelope(call.server, receivers, call.round, call.tag, payload, stage=STAGE, form=form))
+    out = {}
+    for pid in receivers:
+        if pid in call.transport.offline:
+            continue
+        (env,) = call.transport.receive(pid, tag=call.tag, round=call.round, stage=STAGE)
+        out[pid] = env.payload
+    return out
