@@ -32,11 +32,12 @@ def test_without_mutag_it_says_so_and_reports_the_synthetic_run(load_example, tm
     # Every run reports its own finish, so parallel progress lines can be told apart.
     for label in rows:
         assert f"   {label} done in " in printed
-    # The pair-averaging leak is measured from each client's own view of the HE run.
+    # The partner-recovery attempt is measured from each client's own view of the HE run.
     leak = report["runs"][0]["leak"]
     assert set(leak) == {"client/0", "client/1", "client/2"}
     # A client paired with its mutual nearest peer gets that peer's model back up to CKKS noise.
-    assert min(v["relative_error"] for v in leak.values()) < 1e-4
+    # groups of >= 3 (mix_peers=2, the default): no client recovers a peer (CKKS noise is ~1e-6)
+    assert min(v["relative_error"] for v in leak.values()) > 1e-3
     table = (out / "table.md").read_text()
     assert "| CeFGC+ (HE) |" in table and "SYNTHETIC" in table
     assert (out / "auc.png").stat().st_size > 0
