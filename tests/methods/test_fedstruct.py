@@ -68,12 +68,14 @@ def predictions(fed: Federation) -> torch.Tensor:
 
 def secure_at_full_precision() -> ProtocolStack:
     """``fedstruct_secure`` with broadcasts at their own precision and the gradient ring at
-    2^-24 (the shipped 2^-20 is measured on Cora/CiteSeer, docs/fedstruct.md): only the masked
+    2^-24 (update and summed NSF gradient; the shipped 2^-20 is measured on Cora/CiteSeer,
+    docs/fedstruct.md): only the masked
     sums' fixed-point error separates it from plaintext."""
     data = tomllib.loads((protocols_dir() / "fedstruct_secure.toml").read_text())
     for table in data["tags"].values():
         table.pop("wire_dtype", None)
-    data["tags"]["fedstruct/update"]["params"]["resolution"] = 2.0**-24
+    for tag in ("fedstruct/update", "fedstruct/nsf_grad"):
+        data["tags"][tag]["params"]["resolution"] = 2.0**-24
     return ProtocolStack.from_dict(data)
 
 
