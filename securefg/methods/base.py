@@ -76,6 +76,8 @@ class Method(abc.ABC):
     default_stack: ClassVar[str] = "plaintext"
     #: Options accepted in ``MethodConfig.options`` with their defaults.
     option_defaults: ClassVar[Mapping[str, Any]] = {}
+    #: Update aggregates ``--option robust=...`` rebinds to ``subgroup_robust`` (none: refused).
+    ROBUST_TAGS: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, task: Task, config: MethodConfig) -> None:
         if task.kind not in self.tasks:

@@ -55,6 +55,7 @@ class FedStruct(Method):
     tasks = frozenset({"node"})
     default_stack = "fedstruct_secure"
     option_defaults = OPTION_DEFAULTS
+    ROBUST_TAGS = (TAG_UPDATE,)
     TAGS: ClassVar[Mapping[str, ExchangeKind]] = {
         TAG_ABAR: ExchangeKind.PEER_SUM,
         TAG_NSF: ExchangeKind.RELAY,
