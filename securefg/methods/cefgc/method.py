@@ -320,6 +320,7 @@ class CeFGC(Method):
             from securefg.methods.cefgc.generator_screen import screen_units
 
             synthetic, verdicts = screen_units(local, synthetic, records, margin=float(self.options["screen_margin"]))
+            client.state["screen"] = verdicts  # the receiver's own record of what it dropped
             self.info["clients"][client.pid]["screen"] = [v.to_dict() for v in verdicts]
         self.timing["sampling"] += time.perf_counter() - t0
         client.state["synthetic"] = synthetic  # the client's own training data from here on

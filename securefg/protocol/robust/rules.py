@@ -13,7 +13,7 @@ import math
 
 import torch
 
-RULES = ("median", "trimmed", "norm")
+RULES = ("median", "trimmed", "norm", "closest")
 
 
 def coordinate_median(means: torch.Tensor) -> torch.Tensor:
@@ -52,9 +52,20 @@ def norm_bounded_mean(means: torch.Tensor, weights: torch.Tensor) -> torch.Tenso
     return (means * w.unsqueeze(1)).sum(0) / w.sum()
 
 
+def closest_mean(means: torch.Tensor, weights: torch.Tensor, trim: float) -> torch.Tensor:
+    """The weighted mean of the rows left after dropping the ``ceil(trim * G)`` rows (at most
+    ``(G - 1) // 2``) farthest in L2 from the coordinate median: a poisoned row pulling in a
+    consistent direction is removed whole, not one order statistic per coordinate."""
+    g = means.shape[0]
+    cut = min(math.ceil(trim * g - 1e-9), (g - 1) // 2)
+    far = (means - coordinate_median(means)).norm(dim=1)
+    keep = far.argsort()[: g - cut]
+    return norm_bounded_mean(means[keep], weights[keep])
+
+
 def robust_mean(means: torch.Tensor, weights: torch.Tensor, *, rule: str, trim: float = 0.2,
                 norm_factor: float = 1.0) -> torch.Tensor:
-    """Norm-bound the rows, then apply ``rule`` (``"median"``, ``"trimmed"`` or ``"norm"``)."""
+    """Norm-bound the rows, then apply ``rule`` (``"median"``, ``"trimmed"``, ``"norm"`` or ``"closest"``)."""
     bounded = row_norms_bounded(means, norm_factor)
     if rule == "median":
         return coordinate_median(bounded)
@@ -62,7 +73,9 @@ def robust_mean(means: torch.Tensor, weights: torch.Tensor, *, rule: str, trim: 
         return trimmed_mean(bounded, trim)
     if rule == "norm":
         return norm_bounded_mean(bounded, weights)
+    if rule == "closest":
+        return closest_mean(bounded, weights, trim)
     raise ValueError(f"unknown robust rule {rule!r} (choices: {RULES})")
 
 
-__all__ = ["RULES", "coordinate_median", "norm_bounded_mean", "robust_mean", "row_norms_bounded", "trimmed_mean"]
+__all__ = ["RULES", "closest_mean", "coordinate_median", "norm_bounded_mean", "robust_mean", "row_norms_bounded", "trimmed_mean"]
