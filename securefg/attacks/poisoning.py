@@ -116,6 +116,8 @@ class UpdatePoisoning(Attack):
         trim (float): Trimmed share per end. (default: ``0.2``)
         robust_rule (str): Rule of the ``"robust"`` row. (default: ``"median"``)
         robust_k (int): Smallest subgroup of the ``"robust"`` row. (default: ``3``)
+        robust_norm (float): Its subgroup-mean norm bound, times the median norm; ``0`` = off.
+            (default: ``1.0``)
     """
 
     name = "update_poisoning"
@@ -124,7 +126,7 @@ class UpdatePoisoning(Attack):
     chance = 0.0
     requires_malicious = True
     defaults: ClassVar[Mapping[str, Any]] = {"behaviour": "sign_flip", "factor": 10.0, "defences": ["clip_norm", "trimmed_mean"],
-                "clip": 0.0, "trim": 0.2, "robust_rule": "median", "robust_k": 3}
+                "clip": 0.0, "trim": 0.2, "robust_rule": "median", "robust_k": 3, "robust_norm": 1.0}
 
     def supports(self, ctx: AdversaryContext) -> Support:
         from securefg.methods.base import method_class
@@ -218,7 +220,8 @@ class UpdatePoisoning(Attack):
                 return {"defence": defence, "composable": True, "reason": "already on: the audited stack is robust"}
             from securefg.protocol.robust.mechanism import NAME as ROBUST
 
-            extra = {"rule": str(self.params["robust_rule"]), "k": int(self.params["robust_k"])}
+            extra = {"rule": str(self.params["robust_rule"]), "k": int(self.params["robust_k"]),
+                     "norm_factor": float(self.params["robust_norm"])}
             path = derived_stack(ctx.stack, tag, label=f"robust_{extra['rule']}", out_dir=ctx.workdir, mechanism=ROBUST,
                                  params={"inner": binding.mechanism, "inner_params": dict(binding.params), **extra})
         else:
