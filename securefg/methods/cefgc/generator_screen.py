@@ -74,7 +74,7 @@ def screen_units(own: Sequence[Data], synthetic: Sequence[Data], records: Sequen
     own_stats = torch.stack([graph_statistics(g) for g in own]) if own else None
     labels = torch.tensor([int(g.y.view(-1)[0]) for g in own]) if own else torch.zeros(0, dtype=torch.long)
     if own_stats is not None:
-        scale = own_stats.std(0, unbiased=False).clamp_min(1e-3)
+        scale = own_stats.std(0, unbiased=False).clamp_min(0.1)  # a floor: features absent at home are not infinitely telling
         centroids = {int(c): own_stats[labels == c].mean(0) for c in labels.unique().tolist()}
     kept: list[Data] = []
     verdicts: list[UnitVerdict] = []
