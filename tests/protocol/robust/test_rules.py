@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from securefg.protocol.robust.rules import (
+    closest_mean,
     coordinate_median,
     norm_bounded_mean,
     robust_mean,
@@ -47,3 +48,11 @@ def test_one_boosted_row_moves_the_median_by_at_most_one_order_statistic() -> No
     w = torch.ones(5, dtype=torch.float64)
     assert robust_mean(poisoned, w, rule="median").item() == 2.0
     assert robust_mean(poisoned, w, rule="trimmed", trim=0.2).item() == 2.0
+
+
+def test_closest_drops_the_row_farthest_from_the_median_and_averages_the_rest() -> None:
+    rows = torch.tensor([[1.0, 1.0], [1.2, 0.8], [0.8, 1.2], [1.0, 0.9], [-3.0, -3.0]], dtype=torch.float64)
+    w = torch.tensor([1.0, 1.0, 1.0, 1.0, 1.0], dtype=torch.float64)
+    got = robust_mean(rows, w, rule="closest", trim=0.2, norm_factor=0.0)
+    assert torch.allclose(got, rows[:4].mean(0))
+    assert torch.allclose(closest_mean(rows, w, 0.0), rows.mean(0))
