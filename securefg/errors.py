@@ -110,3 +110,7 @@ class AttackBudgetExceeded(SecureFGError):
 
 class QueryBudgetError(ProtocolError):
     """An owner refused to answer more structure queries than its budget (FedStruct App. L.1)."""
+
+
+class SubgroupTooSmallError(ConfigError):
+    """A robust subgroup sum would cover fewer than ``k`` clients (too few to hide one update)."""

@@ -81,9 +81,13 @@ def data_seed_of(cfg: RunConfig) -> int:
 
 
 def resolve_stack(cfg: RunConfig) -> ProtocolStack:
-    """The stack named by ``--protocol``, else the method's default (protected) stack."""
-    name = cfg.protocol or method_class(cfg.method).default_stack
-    return ProtocolStack.load(name)
+    """The stack named by ``--protocol``, else the method's default (protected) stack; with
+    ``--option robust=...`` its update aggregate made robust (:mod:`securefg.protocol.robust`)."""
+    from securefg.protocol.robust.options import apply_robust_option
+
+    mcls = method_class(cfg.method)
+    name = cfg.protocol or mcls.default_stack
+    return apply_robust_option(ProtocolStack.load(name), mcls, cfg.options)
 
 
 def build_method(cfg: RunConfig) -> tuple[RunConfig, Method, ProtocolStack, dict[str, Any]]:
@@ -114,7 +118,9 @@ def build_method(cfg: RunConfig) -> tuple[RunConfig, Method, ProtocolStack, dict
         batch_size=cfg.batch_size,
         prox_mu=cfg.prox_mu,
     )
-    data_options, method_options = split_options(dict(cfg.options))
+    from securefg.protocol.robust.options import split_robust_options
+
+    data_options, method_options = split_options(split_robust_options(cfg.options)[1])
     pooling = str(data_options.get("pooling", MethodConfig.graph_pooling))
     patience = method_options.pop(PATIENCE, mcls.default_patience)
     if isinstance(patience, bool) or not isinstance(patience, int) or patience < 0:

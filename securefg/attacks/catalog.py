@@ -9,6 +9,7 @@ from securefg.attacks import (  # noqa: F401
     generator_membership,
     generator_reconstruction,
     label_inference,
+    label_poisoning_attacks,
     link_stealing,
     malformed_payloads,
     nsf_link,

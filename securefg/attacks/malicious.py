@@ -93,4 +93,6 @@ def malicious_uploads(base: str, label: str, members: Iterable[str], tag: str,
     return str(cls.name)
 
 
-__all__ = ["malicious_method", "malicious_uploads", "variant_label"]
+intercepted = _intercepted  # public name for other attack modules
+
+__all__ = ["intercepted", "malicious_method", "malicious_uploads", "variant_label"]

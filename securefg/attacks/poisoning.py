@@ -110,9 +110,14 @@ class UpdatePoisoning(Attack):
     Args:
         behaviour (str): ``"scale"`` or ``"sign_flip"``. (default: ``"sign_flip"``)
         factor (float): :math:`f`. (default: ``10.0``)
-        defences (list[str]): ``"clip_norm"``, ``"trimmed_mean"``. (default: both)
+        defences (list[str]): ``"clip_norm"``, ``"trimmed_mean"``, ``"robust"`` (subgroup secure
+            sums and a robust rule, :mod:`securefg.protocol.robust`). (default: the first two)
         clip (float): Norm bound; ``0`` = automatic (module docs). (default: ``0.0``)
         trim (float): Trimmed share per end. (default: ``0.2``)
+        robust_rule (str): Rule of the ``"robust"`` row. (default: ``"median"``)
+        robust_k (int): Smallest subgroup of the ``"robust"`` row. (default: ``3``)
+        robust_norm (float): Its subgroup-mean norm bound, times the median norm; ``0`` = off.
+            (default: ``1.0``)
     """
 
     name = "update_poisoning"
@@ -121,7 +126,7 @@ class UpdatePoisoning(Attack):
     chance = 0.0
     requires_malicious = True
     defaults: ClassVar[Mapping[str, Any]] = {"behaviour": "sign_flip", "factor": 10.0, "defences": ["clip_norm", "trimmed_mean"],
-                "clip": 0.0, "trim": 0.2}
+                "clip": 0.0, "trim": 0.2, "robust_rule": "median", "robust_k": 3, "robust_norm": 1.0}
 
     def supports(self, ctx: AdversaryContext) -> Support:
         from securefg.methods.base import method_class
@@ -132,13 +137,41 @@ class UpdatePoisoning(Attack):
                                   f"{WEIGHT_UPLOADS!r} (CeFGC) or FedStruct's gradients")
         if not ctx.view.clients or not ctx.targets:
             return Support(False, "needs malicious clients and honest ones")
+        return self.params_support(ctx)
+
+    def params_support(self, ctx: AdversaryContext) -> Support:
+        """Whether this attack's own parameters make sense for the run."""
         if self.params["behaviour"] not in ("scale", "sign_flip"):
             return Support(False, f"behaviour must be 'scale' or 'sign_flip', got {self.params['behaviour']!r}")
         return Support(True)
 
     def run(self, ctx: AuditContext) -> AttackOutcome:
         if ctx.rerun is None or ctx.stack is None:
-            raise RuntimeError("update_poisoning needs the harness's rerun and stack")
+            raise RuntimeError(f"{self.name} needs the harness's rerun and stack")
+        from securefg.methods.base import method_class
+
+        adv = ctx.adversary
+        one_shot = WEIGHT_UPLOADS in method_class(adv.run.method).TAGS
+        self._tag = WEIGHT_UPLOADS if one_shot else GRADIENT_UPLOADS.get(adv.run.method, UPDATE_TAG)
+        variant, facts = self.variant(ctx, one_shot)
+        if adv.run.method in GRADIENT_UPLOADS:
+            self._score = lambda result: client_accuracy(result["_federation"].parties, adv.targets)
+            clean = client_accuracy(ctx.truth.parties, adv.targets)
+        else:
+            self._score = lambda result: honest_accuracy(final_model(result), ctx.truth, adv.targets)
+            clean = honest_accuracy(ctx.truth.parties["server"].state.get("model"), ctx.truth, adv.targets)
+        attacked = self._score(ctx.rerun(method=variant))
+        rows = [self._defended(ctx, d, variant) for d in self.params["defences"]]
+        return AttackOutcome(
+            value=clean - attacked, chance=self.chance,
+            details={"clean_accuracy": clean, "poisoned_accuracy": attacked, **facts, "defences": rows},
+            note="defended rows apply the bound to the malicious clients too: a verified bound (see defences)"
+                 + ("; accuracy is each honest client's last-round score of the received model on its own test nodes"
+                    if adv.run.method in GRADIENT_UPLOADS else ""),
+        )
+
+    def variant(self, ctx: AuditContext, one_shot: bool) -> tuple[str, dict[str, Any]]:
+        """Register the malicious variant of the run's method; ``(its name, facts for the details)``."""
         adv = ctx.adversary
         f = float(self.params["factor"]) * (-1.0 if self.params["behaviour"] == "sign_flip" else 1.0)
 
@@ -150,32 +183,14 @@ class UpdatePoisoning(Attack):
             trained = honest(method, client, blobs, w0)
             return {k: w0[k] + f * (v - w0[k]) for k, v in trained.items()}
 
-        from securefg.methods.base import method_class
-
         label = variant_label(f"{self.params['behaviour']}{self.params['factor']:g}", adv.view.clients)
-        one_shot = WEIGHT_UPLOADS in method_class(adv.run.method).TAGS
-        self._tag = WEIGHT_UPLOADS if one_shot else GRADIENT_UPLOADS.get(adv.run.method, UPDATE_TAG)
         if adv.run.method in GRADIENT_UPLOADS:
             variant = malicious_uploads(adv.run.method, label, adv.view.clients, self._tag,
                                         lambda x: {k: v * f for k, v in dict(x).items()})
-            self._score = lambda result: client_accuracy(result["_federation"].parties, adv.targets)
-            clean = client_accuracy(ctx.truth.parties, adv.targets)
         else:
             handler = {"handle_bundle": poison_weights} if one_shot else {"handle_train": poison}
             variant = malicious_method(adv.run.method, label, adv.view.clients, handler)
-            self._score = lambda result: honest_accuracy(final_model(result), ctx.truth, adv.targets)
-            clean = honest_accuracy(ctx.truth.parties["server"].state.get("model"), ctx.truth, adv.targets)
-        attacked = self._score(ctx.rerun(method=variant))
-        rows = []
-        for d in self.params["defences"]:
-            rows.append(self._defended(ctx, d, variant))
-        return AttackOutcome(
-            value=clean - attacked, chance=self.chance,
-            details={"clean_accuracy": clean, "poisoned_accuracy": attacked, "factor": f, "defences": rows},
-            note="defended rows apply the bound to the malicious clients too: a verified bound (see defences)"
-                 + ("; accuracy is each honest client's last-round score of the received model on its own test nodes"
-                    if adv.run.method in GRADIENT_UPLOADS else ""),
-        )
+        return variant, {"factor": f}
 
     def _defended(self, ctx: AuditContext, defence: str, variant: str) -> dict[str, Any]:
         assert ctx.stack is not None and ctx.rerun is not None and ctx.workdir is not None
@@ -200,8 +215,18 @@ class UpdatePoisoning(Attack):
             path = derived_stack(ctx.stack, tag, label="trimmed_mean", out_dir=ctx.workdir,
                                  mechanism="plaintext_trimmed_mean", params={"trim": float(self.params["trim"])})
             extra = {"trim": float(self.params["trim"])}
+        elif defence == "robust":
+            if binding.mechanism == "subgroup_robust":
+                return {"defence": defence, "composable": True, "reason": "already on: the audited stack is robust"}
+            from securefg.protocol.robust.mechanism import NAME as ROBUST
+
+            extra = {"rule": str(self.params["robust_rule"]), "k": int(self.params["robust_k"]),
+                     "norm_factor": float(self.params["robust_norm"])}
+            path = derived_stack(ctx.stack, tag, label=f"robust_{extra['rule']}", out_dir=ctx.workdir, mechanism=ROBUST,
+                                 params={"inner": binding.mechanism, "inner_params": dict(binding.params), **extra})
         else:
-            return {"defence": defence, "composable": False, "reason": "unknown defence (clip_norm, trimmed_mean)"}
+            return {"defence": defence, "composable": False,
+                    "reason": "unknown defence (clip_norm, trimmed_mean, robust)"}
         clean = self._score(ctx.rerun(protocol=str(path)))
         attacked = self._score(ctx.rerun(method=variant, protocol=str(path)))
         return {"defence": defence, "composable": True, "stack": path.name, "clean_accuracy": clean,

@@ -10,9 +10,12 @@ hides who sent it.
 
 **Metric** (``accuracy_drop``): test accuracy of the final global GIN on the honest clients' test
 graphs (mean), honest run minus spoofed run, same stack and seed; the honest clients' own
-(pre-averaging) models are compared in the details (``local_*``). Defence: none in securefg. Receivers could screen synthetic
-graphs with their own classifier or cap the synthetic share; authenticating packages (which the
-sealed relay does) stops a *server* from swapping them, not a client from lying.
+(pre-averaging) models are compared in the details (``local_*``). Defence: receiver-side
+screening (``--option screen_generators=true``, :mod:`securefg.methods.cefgc.generator_screen`):
+each receiver drops units whose synthetic graphs sit closer to another of its own classes than
+to the declared one; the details count the units the honest receivers dropped in the spoofed
+run (``screened_out``). Authenticating packages (which the sealed relay does) stops a *server*
+from swapping them, not a client from lying.
 """
 
 from __future__ import annotations
@@ -89,10 +92,23 @@ class SpoofedGenerator(Attack):
         spoofed = honest_accuracy(final_model(rerun), ctx.truth, adv.targets)
         local_clean = _local(dict(ctx.truth.result), adv.targets, key)
         local_spoofed = _local(rerun, adv.targets, key)
-        return AttackOutcome(value=clean - spoofed, chance=self.chance,
-                             details={"clean_accuracy": clean, "spoofed_accuracy": spoofed, "shift": shift,
-                                      f"local_{key}_clean": local_clean, f"local_{key}_spoofed": local_spoofed},
-                             note="no defence in securefg: relayed generators are trusted by their receivers")
+        screened = bool(adv.run.options.get("screen_generators"))
+        details = {"clean_accuracy": clean, "spoofed_accuracy": spoofed, "shift": shift,
+                   f"local_{key}_clean": local_clean, f"local_{key}_spoofed": local_spoofed,
+                   "screen_generators": screened}
+        if screened:
+            details["screened_out"] = _screened_out(rerun, adv.targets)
+            details["screened_out_clean"] = _screened_out(dict(ctx.truth.result), adv.targets)
+        return AttackOutcome(value=clean - spoofed, chance=self.chance, details=details,
+                             note=("receivers screened relayed generators against their own class statistics"
+                                   if screened else "relayed generators are trusted by their receivers "
+                                   "(--option screen_generators=true screens them)"))
+
+
+def _screened_out(result: dict[str, Any], honest: tuple[str, ...]) -> int:
+    """Units the honest receivers' screens dropped (from the method's report in the result)."""
+    clients = (result.get("cefgc") or {}).get("clients", {})
+    return sum(1 for c in honest for v in clients.get(c, {}).get("screen", []) if not v["kept"])
 
 
 def _local(result: dict[str, Any], honest: tuple[str, ...], key: str) -> float:

@@ -16,6 +16,9 @@ What each adversary can reconstruct, best first:
    mean update too), or, for the server, from the aggregated model in its own state at the end.
    The same estimate then stands for every client.
 
+Between the two, **subgroup**: under ``subgroup_robust`` (``--option robust=...``) the server
+learns each public subgroup's sum; its mean stands for every member of the subgroup.
+
 Not modelled: colluding clients subtracting their own masked inputs from the mean (``K - 1``
 colluders recover the last client's update exactly under any secure sum); their inputs to a
 masked sum are not in the transcript.
@@ -165,11 +168,35 @@ class UpdateSource:
                     return {k: sd[k] - ref[k] for k in ref}
         return None
 
+    def subgroup(self, r: int, cid: str) -> Tensors | None:
+        """The mean update of ``cid``'s subgroup at round ``r``, if the server released it to the adversary."""
+        if self.layout is None or "server" not in self.view.members:
+            return None
+        mech = self.view.own_state("server", "mech/subgroup_robust") or {}
+        rel = mech.get("released", {}).get((self.profile.update_tag, r))
+        if rel is None:
+            return None
+        for members, total in zip(rel.contributors, rel.sums):
+            if cid not in members:
+                continue
+            d = float(total[-1]) if rel.weighted else float(len(members))
+            if d <= 0:
+                return None
+            values = total[: self.layout.size].double() / d
+            if self.profile.gradient:
+                return unflatten(-values, _f64(self.layout))
+            return self._as_delta(r, unflatten(values, _f64(self.layout)))
+        return None
+
     def estimate(self, r: int, cid: str, clients: tuple[str, ...]) -> tuple[Tensors | None, str]:
-        """Best estimate of ``cid``'s update at round ``r`` and its kind (``individual``/``mean``/``none``)."""
+        """Best estimate of ``cid``'s update at round ``r`` and its kind
+        (``individual``/``subgroup``/``mean``/``none``)."""
         ind = self.individual(r, cid)
         if ind is not None:
             return ind, "individual"
+        sub = self.subgroup(r, cid)
+        if sub is not None:
+            return sub, "subgroup"
         m = self.mean(r, clients)
         return (m, "mean") if m is not None else (None, "none")
 

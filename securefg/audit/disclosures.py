@@ -141,6 +141,24 @@ METHOD_ASSUMPTIONS: dict[str, tuple[str, ...]] = {
 }
 
 
+#: Released by a mechanism whatever the method: the receiver reads it by design of the mechanism.
+MECHANISM_DISCLOSURES: dict[str, str] = {
+    "subgroup_robust": (
+        "ROBUST OPTION: the server learns one secure sum per public subgroup of >= k clients (and each "
+        "subgroup's weight total and survivors), not a single total: G = n // k partial sums per round. "
+        "Each client's update hides among its k subgroup members only; k - 1 colluding members plus the "
+        "server recover the last one. The subgroups are drawn from the run seed, tag and round, so they "
+        "change every round (label_inference and feature_support score each client by its subgroup's mean: "
+        "their 'estimate' detail reads 'subgroup')."
+    ),
+}
+
+
+def by_mechanism(mechanism: str) -> str:
+    """What ``mechanism`` releases to its receiver beyond what the method asks for (empty if nothing)."""
+    return MECHANISM_DISCLOSURES.get(mechanism, "")
+
+
 def _base(method: str) -> str:
     """``fedstruct+sign_flip10@0`` (a malicious rerun) -> ``fedstruct``."""
     return method.split("+", 1)[0]
@@ -158,4 +176,5 @@ def method_assumptions(method: str) -> tuple[str, ...]:
     return METHOD_ASSUMPTIONS.get(_base(method), ())
 
 
-__all__ = ["DISCLOSURES", "METHOD_ASSUMPTIONS", "by_design", "method_assumptions"]
+__all__ = ["DISCLOSURES", "MECHANISM_DISCLOSURES", "METHOD_ASSUMPTIONS", "by_design", "by_mechanism",
+           "method_assumptions"]

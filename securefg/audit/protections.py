@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from securefg.audit.disclosures import by_design
+from securefg.audit.disclosures import by_design, by_mechanism
 from securefg.errors import UnboundTagError
 from securefg.protocol.mechanism import mechanism_class, transform_class
 from securefg.protocol.stack import ProtocolStack
@@ -44,6 +44,11 @@ CANNOT = {
         "the uploads."
     ),
     "plaintext_trimmed_mean": "Nothing is hidden (plaintext); it only bounds a poisoned minority's influence.",
+    "subgroup_robust": (
+        "Releases every subgroup's sum (groups of >= k), not one total; a subgroup's k - 1 colluding members "
+        "and the server recover the last member's input. The robust rule bounds a poisoned minority of "
+        "subgroups only: more malicious clients than half the subgroups, or one per subgroup, defeat it."
+    ),
 }
 TRANSFORM_CANNOT = {
     "dp_gaussian": (
@@ -71,7 +76,7 @@ def protections(stack: ProtocolStack, tags: list[str], method: str = "") -> list
             transform_class(t.name)  # validates the name
         out.append({"tag": tag, "mechanism": b.mechanism, "protects": mcls.protects or "(not declared)",
                     "cannot": CANNOT.get(b.mechanism, "see the mechanism's documentation"), "transforms": transforms,
-                    "by_design": by_design(method, tag)})
+                    "by_design": " ".join(t for t in (by_design(method, tag), by_mechanism(b.mechanism)) if t)})
     return out
 
 

@@ -189,6 +189,8 @@ class Exchange:
             extra = side_vecs.get(pid, torch.zeros(0, dtype=torch.float64))
             weight = torch.tensor([w] if with_weight else [], dtype=torch.float64)
             weighted[pid] = torch.cat([v, extra, weight])
+        call.count_tail = (side_layout.size if side_layout is not None else 0) + int(with_weight)
+        call.weighted = with_weight
         outcome = res.mechanism.run_aggregate(call, weighted)
         total = outcome.total[: layout.size]
         wsum = float(outcome.total[-1]) if with_weight else float("nan")

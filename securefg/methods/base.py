@@ -85,6 +85,8 @@ class Method(abc.ABC):
     #: Rounds without a better server-side validation score before training stops (the run
     #: option ``patience``; 0 runs every round).
     default_patience: ClassVar[int] = 0
+    #: Update aggregates ``--option robust=...`` rebinds to ``subgroup_robust`` (none: refused).
+    ROBUST_TAGS: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, task: Task, config: MethodConfig) -> None:
         if task.kind not in self.tasks:

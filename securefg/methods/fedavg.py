@@ -57,6 +57,7 @@ class FedAvg(Method):
     default_stack = "fedavg_secure_sum"
     TAGS = {TAG_MODEL: ExchangeKind.BROADCAST, TAG_UPDATE: ExchangeKind.AGGREGATE, TAG_METRICS: ExchangeKind.AGGREGATE}
     option_defaults = {"weighting": "uniform"}
+    ROBUST_TAGS = (TAG_UPDATE,)
     #: Clients run their own optimiser (FedAvg/FedProx); FedSGD's clients only send gradients.
     clients_take_steps: bool = True
 

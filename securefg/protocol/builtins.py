@@ -14,6 +14,7 @@ _BUILTIN_MODULES = (
     "securefg.protocol.ckks",
     "securefg.protocol.relay",
     "securefg.protocol.dp",
+    "securefg.protocol.robust",
 )
 
 for _name in _BUILTIN_MODULES:

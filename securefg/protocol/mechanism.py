@@ -65,6 +65,9 @@ class ExchangeCall:
         server: Id of the server party.
         rng: Seeded generator for non-cryptographic randomness (e.g. test dropouts).
         dropouts: Stage name -> party ids that drop out at that stage (simulation).
+        count_tail: ``aggregate`` only: how many trailing entries of each vector are counts
+            (side inputs, then the weight) that a robust rule must sum, not robustify.
+        weighted: ``aggregate`` only: the last entry of each vector is the client's weight.
     """
 
     transport: InProcessTransport
@@ -76,6 +79,8 @@ class ExchangeCall:
     rng: torch.Generator | None = None
     dropouts: Mapping[str, frozenset[str]] = field(default_factory=dict)
     kind: ExchangeKind | None = None
+    count_tail: int = 0
+    weighted: bool = False
 
     def state_of(self, pid: str, mechanism: str) -> dict[str, Any]:
         """The namespaced private state of ``pid`` for ``mechanism`` (created on first use)."""

@@ -189,6 +189,10 @@ class CeFGC(Method):
         mix_peers (int): + variants: each package is averaged with at least this many similar
             peers; 1 is the paper's pair average, which lets a client recover its partner as
             ``2 * avg - own`` (:mod:`.pairing`). (default: ``2``)
+        screen_generators (bool): Receivers drop received units whose synthetic graphs sit
+            closer to another of their own classes than to the declared one
+            (:mod:`.generator_screen`; the defence against spoofed generators). (default: ``False``)
+        screen_margin (float): The screen's distance ratio. (default: ``1.0``)
     """
 
     name = "cefgc"
@@ -207,7 +211,9 @@ class CeFGC(Method):
         "tune_sampling": False, "tune_samples": 16, "synthetic_ratio": 1.0, "common_neighbors": False,
         "gnn_epochs": 500, "gnn_patience": 30, "weighting": "uniform", "generator_cache": "", "variant": "",
         "dp_epsilon": 0.0, "dp_delta": 1e-5, "dp_max_grad_norm": 1.0, "mix_peers": 2,
+        "screen_generators": False, "screen_margin": 1.0,
     }
+    ROBUST_TAGS = (TAG_WEIGHTS,)
 
     def __init__(self, task: Task, config: MethodConfig) -> None:
         super().__init__(task, config)
@@ -364,6 +370,12 @@ class CeFGC(Method):
         total = round(float(self.options["synthetic_ratio"]) * len(local))
         t0 = time.perf_counter()
         synthetic, records = synthesize(gens, total=total, seed=self.config.seed * 7919 + k, device=self.config.device)
+        if self.options["screen_generators"]:
+            from securefg.methods.cefgc.generator_screen import screen_units
+
+            synthetic, verdicts = screen_units(local, synthetic, records, margin=float(self.options["screen_margin"]))
+            client.state["screen"] = verdicts  # the receiver's own record of what it dropped
+            self.info["clients"][client.pid]["screen"] = [v.to_dict() for v in verdicts]
         self.timing["sampling"] += time.perf_counter() - t0
         client.state["synthetic"] = synthetic  # the client's own training data from here on
         if self.owner_groups is not None:  # the heads this client trains: its own and its synthetic graphs'
