@@ -10,7 +10,7 @@ unchanged experiment pipeline and protocol stack.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 from securefg.methods.base import Method, method_class, register_method
@@ -66,9 +66,12 @@ def _intercepted(ex: Any, op: str, tag: str, members: frozenset[str], poison: Ca
 
 
 def malicious_uploads(base: str, label: str, members: Iterable[str], tag: str,
-                      poison: Callable[[Any], Any], *, op: str = "aggregate") -> str:
+                      poison: Callable[[Any], Any], *, op: str = "aggregate",
+                      also: Iterable[tuple[str, str]] = ()) -> str:
     """Register ``base`` with ``members``' inputs to exchange ``op`` (``aggregate`` or ``relay``)
-    of ``tag`` replaced by ``poison(honest_input)``; return the new method name.
+    of ``tag`` replaced by ``poison(honest_input)``; return the new method name. ``also`` names
+    further ``(op, tag)`` uploads poisoned the same way (FedStruct's ∇S rides its own
+    ``shared_sum``, apart from the θ gradients).
 
     For methods whose client step is not a method handler (FedStruct runs module functions
     inside ``run_round``): the deviation sits exactly where a malicious client acts, between
@@ -77,13 +80,21 @@ def malicious_uploads(base: str, label: str, members: Iterable[str], tag: str,
     """
     bcls = method_class(base)
     mine = frozenset(members)
+    targets = ((op, tag), *also)
+
+    @contextmanager
+    def poisoned(ex: Any) -> Iterator[None]:
+        with ExitStack() as stack:
+            for o, t in targets:
+                stack.enter_context(_intercepted(ex, o, t, mine, poison))
+            yield
 
     def run_round(self: Method, fed: Any, r: int) -> Any:
-        with _intercepted(fed.exchange, op, tag, mine, poison):
+        with poisoned(fed.exchange):
             return bcls.run_round(self, fed, r)
 
     def setup(self: Method, fed: Any) -> Any:
-        with _intercepted(fed.exchange, op, tag, mine, poison):
+        with poisoned(fed.exchange):
             return bcls.setup(self, fed)
 
     attrs: dict[str, Any] = {"name": f"{bcls.name}+{label}", "run_round": run_round, "setup": setup,

@@ -47,6 +47,10 @@ from securefg.attacks.metrics import mean_or_nan
 UPDATE_TAG = "fedavg/update"
 #: FedSGD methods whose client step is not a handler: the poisoned upload is intercepted instead.
 GRADIENT_UPLOADS = {"fedstruct": "fedstruct/update"}
+#: Further uploads of those methods poisoned alike: FedStruct-B's ∇S rides its own server-blind
+#: ``shared_sum`` (issue 22), apart from θ's gradients. The defences bound ``GRADIENT_UPLOADS``'
+#: tag only (a server cannot apply a rule to a sum it is blind to), so ∇S stays undefended.
+ALSO_POISONED = {"fedstruct": (("shared_sum", "fedstruct/nsf_grad"),)}
 #: Norm bound on gradient uploads when ``clip = 0``. Below every honest gradient's norm it gives a
 #: malicious client the weight of one honest client whatever it scales by, and Adam's per-
 #: coordinate normalisation absorbs the common scale, but not the server's weight decay, which
@@ -186,7 +190,8 @@ class UpdatePoisoning(Attack):
         label = variant_label(f"{self.params['behaviour']}{self.params['factor']:g}", adv.view.clients)
         if adv.run.method in GRADIENT_UPLOADS:
             variant = malicious_uploads(adv.run.method, label, adv.view.clients, self._tag,
-                                        lambda x: {k: v * f for k, v in dict(x).items()})
+                                        lambda x: {k: v * f for k, v in dict(x).items()},
+                                        also=ALSO_POISONED.get(adv.run.method, ()))
         else:
             handler = {"handle_bundle": poison_weights} if one_shot else {"handle_train": poison}
             variant = malicious_method(adv.run.method, label, adv.view.clients, handler)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import torch
 
 from tests.attacks.conftest import play, run_method, threat
 
@@ -140,3 +141,34 @@ def test_spoofed_nsf_rows_reach_honest_receivers_and_the_damage_is_measured(node
     # within rerun noise (observed -0.11..+0.03), so only its definition is asserted here
     assert out.outcome.value == pytest.approx(d["clean_accuracy"] - d["crafted_accuracy"])
     assert d["defences"][0]["implemented"] is False  # the report must not claim a defence that is not there
+
+
+def test_the_poisoning_variant_also_poisons_the_server_blind_nsf_gradient(node_task):
+    """Since ∇S rides its own ``shared_sum`` (``fedstruct/nsf_grad``), a sign-flip client must
+    flip it there too, or the attack would silently poison θ only."""
+    from securefg.attacks.malicious import malicious_uploads
+    from securefg.attacks.poisoning import ALSO_POISONED, GRADIENT_UPLOADS
+    from securefg.federation.exchange import Exchange
+
+    seen: dict[str, list[Any]] = {"honest": [], "poisoned": []}
+    original = Exchange.shared_sum
+
+    def recording(self: Exchange, tag: str, inputs: Any, *args: Any, **kw: Any) -> Any:
+        if tag == "fedstruct/nsf_grad":
+            seen[recording.mode].append({k: dict(v) for k, v in inputs.items()})  # type: ignore[attr-defined]
+        return original(self, tag, inputs, *args, **kw)
+
+    flip = malicious_uploads("fedstruct", "test_flip_nsf", ["client/0"], GRADIENT_UPLOADS["fedstruct"],
+                             lambda x: {k: -10.0 * v for k, v in dict(x).items()}, also=ALSO_POISONED["fedstruct"])
+    Exchange.shared_sum = recording  # type: ignore[method-assign]
+    try:
+        for mode, method in (("honest", "fedstruct"), ("poisoned", flip)):
+            recording.mode = mode  # type: ignore[attr-defined]
+            run_method(node_task, method, "plaintext", rounds=1, keep=False, options=OPTIONS, lr=0.01, weight_decay=5e-4)
+    finally:
+        Exchange.shared_sum = original  # type: ignore[method-assign]
+    honest, poisoned = seen["honest"][0], seen["poisoned"][0]
+    for key, value in honest["client/0"].items():
+        assert torch.allclose(poisoned["client/0"][key], -10.0 * value)
+    for key, value in honest["client/1"].items():
+        assert torch.equal(poisoned["client/1"][key], value)
