@@ -65,7 +65,7 @@ class FedStruct(Method):
     #: server already learns): the reported round is the same best-validation round, and the
     #: training traffic ends with it (``--option patience=0``: the paper's fixed rounds).
     default_patience = 20
-    ROBUST_TAGS = (TAG_UPDATE,)
+    ROBUST_TAGS = (TAG_UPDATE, TAG_NSF_GRAD)
     TAGS: ClassVar[Mapping[str, ExchangeKind]] = {
         TAG_ABAR: ExchangeKind.PEER_SUM,
         TAG_NSF: ExchangeKind.RELAY,

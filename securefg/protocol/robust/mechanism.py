@@ -28,6 +28,8 @@ from typing import Any, ClassVar
 import torch
 
 from securefg.errors import ConfigError
+from securefg.federation.codec import TensorSpec, decode_tensor, encode_tensor
+from securefg.federation.envelope import Form
 from securefg.protocol.mechanism import (
     ExchangeCall,
     ExchangeKind,
@@ -38,6 +40,7 @@ from securefg.protocol.mechanism import (
 )
 from securefg.protocol.robust.rules import RULES, robust_mean
 from securefg.protocol.robust.subgroups import check_sizes, grouping_seed, partition
+from securefg.protocol.shared_result import send_to_clients
 
 NAME = "subgroup_robust"
 
@@ -74,7 +77,7 @@ class SubgroupRobust(Mechanism):
     """
 
     name = NAME
-    exchanges = frozenset({ExchangeKind.AGGREGATE})
+    exchanges = frozenset({ExchangeKind.AGGREGATE, ExchangeKind.SHARED_SUM})
     returns_sum = False
     defaults: ClassVar[Mapping[str, Any]] = {"inner": "secure_sum", "inner_params": {}, "rule": "median", "k": 3,
                                              "trim": 0.2, "norm_factor": 1.0}
@@ -127,6 +130,16 @@ class SubgroupRobust(Mechanism):
                                   call.weighted)
         call.state_of(call.server, NAME).setdefault("released", {})[(call.tag, call.round)] = release
         return SumOutcome(self.combine(release), tuple(sorted(p for s in survivors for p in s)))
+
+    def run_shared_sum(self, call: ExchangeCall, inputs: Mapping[str, torch.Tensor]) -> dict[str, SumOutcome]:
+        """The robust aggregate, sent to every client (``Form.AGGREGATE``). The rule runs at the
+        server, so the server reads each subgroup sum and the result: a tag that was server-blind
+        (``blind_sum``) gives that up when the robust option is on (:func:`.options.robust_stack`
+        then sums its subgroups with ``secure_sum``)."""
+        out = self.run_aggregate(call, inputs)
+        got = send_to_clients(call, inputs, encode_tensor(out.total), form=Form.AGGREGATE)
+        spec = TensorSpec({"x": (torch.float64, (out.total.numel(),))})
+        return {pid: SumOutcome(decode_tensor(b, spec=spec), out.contributors) for pid, b in got.items()}
 
     def combine(self, release: SubgroupRelease) -> torch.Tensor:
         """``robust_mean * sum_g d_g`` over the values, then the summed count tail."""

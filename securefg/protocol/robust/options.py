@@ -17,6 +17,9 @@ from securefg.protocol.robust.mechanism import NAME
 from securefg.protocol.robust.rules import RULES
 from securefg.protocol.stack import ProtocolStack
 
+BLIND = "blind_sum"
+"""Server-blind shared sums: under the robust option their subgroups are summed by secure_sum."""
+
 #: Options this module consumes, with their defaults (``robust = ""``: off).
 ROBUST_OPTIONS: Mapping[str, Any] = {"robust": "", "robust_k": 3, "robust_trim": 0.2, "robust_norm": 1.0}
 
@@ -41,8 +44,11 @@ def robust_stack(stack: ProtocolStack, tags: tuple[str, ...], *, rule: str, k: i
         b = stack.binding_for(tag)
         if b.mechanism == NAME or not mechanism_class(b.mechanism).returns_sum:
             continue
+        # a server-blind sum cannot feed a rule the server runs: its subgroups are summed by
+        # secure_sum (same ring parameters), and the server then reads them (stated below)
+        inner = "secure_sum" if b.mechanism == BLIND else b.mechanism
         bindings[tag] = {"mechanism": NAME,
-                         "params": {"inner": b.mechanism, "inner_params": dict(b.params), "rule": rule, "k": k,
+                         "params": {"inner": inner, "inner_params": dict(b.params), "rule": rule, "k": k,
                                     "trim": trim, "norm_factor": norm_factor},
                          "transforms": [{"name": t.name, **t.params} for t in b.transforms]}
         changed = True
@@ -50,7 +56,8 @@ def robust_stack(stack: ProtocolStack, tags: tuple[str, ...], *, rule: str, k: i
         return stack
     name = f"{stack.name}+robust-{rule}-k{k}"
     desc_text = (f"{stack.description.strip()}\n\nRobust option: {list(tags)} summed per public subgroup of >= {k} "
-                 f"clients and combined by {rule!r} (subgroup_robust); the server learns each subgroup's sum.")
+                 f"clients and combined by {rule!r} (subgroup_robust); the server learns each subgroup's sum "
+                 "(also for tags that were server-blind: the rule runs at the server).")
     return ProtocolStack.from_dict({"name": name, "description": desc_text, "tags": bindings},
                                    source=f"{stack.source} + --option robust={rule}")
 

@@ -127,3 +127,29 @@ def test_robust_option_is_refused_for_a_method_without_an_update_aggregate_or_a_
         apply_robust_option(stack, method_class("fedavg"), {"robust": "krum"})
     with pytest.raises(ConfigError, match="need --option robust"):
         apply_robust_option(stack, method_class("fedavg"), {"robust_k": 2})
+
+
+def test_a_shared_sum_under_the_robust_option_sends_every_client_the_robust_aggregate() -> None:
+    """``shared_sum`` through ``subgroup_robust``: every client receives the same robust
+    aggregate, which equals the aggregate call's result (the server runs the rule, so it reads
+    the subgroup sums: ``fedstruct/nsf_grad`` gives up blindness under the robust option)."""
+    fed = build_federation(9, robust_binding(k=3))
+    xs = inputs_for(fed.clients, seed=4)
+    xs[fed.clients[0]] = {"w": xs[fed.clients[0]]["w"] * 300.0}  # one outlier (within the clip of 1024)
+    got = fed.exchange.shared_sum(TAG, xs)
+    assert set(got) == set(fed.clients)
+    first = got[fed.clients[0]]["w"]
+    assert all(torch.equal(v["w"], first) for v in got.values())
+    fed2 = build_federation(9, robust_binding(k=3))
+    expected = fed2.exchange.aggregate(TAG, xs, mean=False)["w"]
+    assert torch.allclose(first, expected, atol=1e-6)
+    assert float(first.abs().max()) < 100  # the outlier's subgroup is outvoted
+
+
+def test_the_robust_option_sums_fedstructs_blind_gradient_subgroups_with_secure_sum() -> None:
+    stack = apply_robust_option(ProtocolStack.load("fedstruct_secure"), method_class("fedstruct"),
+                                {"robust": "closest", "robust_k": 2})
+    for tag in ("fedstruct/update", "fedstruct/nsf_grad"):
+        b = stack.binding_for(tag)
+        assert b.mechanism == "subgroup_robust" and b.params["inner"] == "secure_sum", tag
+    assert "server-blind" in stack.description
