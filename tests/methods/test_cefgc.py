@@ -26,12 +26,7 @@ from securefg.protocol.stack import ProtocolStack
 FAST = {"diffusion_epochs": 4, "langevin_steps": 3, "tune_samples": 4, "gnn_epochs": 6, "max_nodes": 32, "synthetic_ratio": 0.5}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _task() -> GraphTask:

@@ -29,12 +29,7 @@ OPTIONS = {"diffusion_epochs": 150, "diffusion_patience": 0, "diffusion_lr": 1e-
            "common_neighbors": False}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _graphs(seed: int = 0) -> list:
