@@ -22,7 +22,7 @@ from securefg.protocol.mechanism import (
     SumOutcome,
     register_mechanism,
 )
-from securefg.protocol.shared_result import send_to_clients
+from securefg.protocol.shared_result import share_sum
 
 
 def _vector_spec(length: int) -> TensorSpec:
@@ -82,10 +82,7 @@ class Plaintext(Mechanism):
 
     def run_shared_sum(self, call: ExchangeCall, inputs: Mapping[str, torch.Tensor]) -> dict[str, SumOutcome]:
         """The server sums the clear uploads and sends the sum, in the clear, to every client."""
-        outcome = self.run_aggregate(call, inputs)
-        got = send_to_clients(call, inputs, encode_tensor(outcome.total), form=Form.PLAINTEXT)
-        spec = _vector_spec(outcome.total.numel())
-        return {pid: SumOutcome(decode_tensor(b, spec=spec), outcome.contributors) for pid, b in got.items()}
+        return share_sum(call, inputs, self.run_aggregate(call, inputs), form=Form.PLAINTEXT)
 
     def run_peer_sum(self, call: ExchangeCall, target: str, inputs: Mapping[str, torch.Tensor]) -> SumOutcome:
         got = upload_vectors(call, inputs, target, "plaintext/peer")

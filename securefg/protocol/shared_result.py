@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import torch
+
+from securefg.federation.codec import TensorSpec, decode_tensor, encode_tensor
 from securefg.federation.envelope import Envelope, Form
-from securefg.protocol.mechanism import ExchangeCall
+from securefg.protocol.mechanism import ExchangeCall, SumOutcome
 
 STAGE = "shared_sum/result"
 
@@ -29,3 +32,11 @@ def send_to_clients(call: ExchangeCall, receivers: Iterable[str], payload: bytes
         (env,) = call.transport.receive(pid, tag=call.tag, round=call.round, stage=STAGE)
         out[pid] = env.payload
     return out
+
+
+def share_sum(call: ExchangeCall, receivers: Iterable[str], outcome: SumOutcome, *, form: Form) -> dict[str, SumOutcome]:
+    """Acting as the server, send a sum it holds to every receiver; each reachable receiver
+    decodes it (a float64 vector of the sum's length) and learns who contributed."""
+    got = send_to_clients(call, receivers, encode_tensor(outcome.total), form=form)
+    spec = TensorSpec({"x": (torch.float64, (outcome.total.numel(),))})
+    return {pid: SumOutcome(decode_tensor(b, spec=spec), outcome.contributors) for pid, b in got.items()}

@@ -28,7 +28,6 @@ from typing import Any, ClassVar
 import torch
 
 from securefg.errors import ConfigError
-from securefg.federation.codec import TensorSpec, decode_tensor, encode_tensor
 from securefg.federation.envelope import Form
 from securefg.protocol.mechanism import (
     ExchangeCall,
@@ -40,7 +39,7 @@ from securefg.protocol.mechanism import (
 )
 from securefg.protocol.robust.rules import RULES, robust_mean
 from securefg.protocol.robust.subgroups import check_sizes, grouping_seed, partition
-from securefg.protocol.shared_result import send_to_clients
+from securefg.protocol.shared_result import share_sum
 
 NAME = "subgroup_robust"
 
@@ -136,10 +135,7 @@ class SubgroupRobust(Mechanism):
         server, so the server reads each subgroup sum and the result: a tag that was server-blind
         (``blind_sum``) gives that up when the robust option is on (:func:`.options.robust_stack`
         then sums its subgroups with ``secure_sum``)."""
-        out = self.run_aggregate(call, inputs)
-        got = send_to_clients(call, inputs, encode_tensor(out.total), form=Form.AGGREGATE)
-        spec = TensorSpec({"x": (torch.float64, (out.total.numel(),))})
-        return {pid: SumOutcome(decode_tensor(b, spec=spec), out.contributors) for pid, b in got.items()}
+        return share_sum(call, inputs, self.run_aggregate(call, inputs), form=Form.AGGREGATE)
 
     def combine(self, release: SubgroupRelease) -> torch.Tensor:
         """``robust_mean * sum_g d_g`` over the values, then the summed count tail."""

@@ -31,7 +31,6 @@ import torch
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from securefg.errors import InvalidInputError, UnexpectedMessageError
-from securefg.federation.codec import TensorSpec, decode_tensor, encode_tensor
 from securefg.federation.envelope import Form
 from securefg.protocol.mechanism import ExchangeCall, ExchangeKind, Mechanism, SumOutcome, register_mechanism
 from securefg.protocol.secure_sum import server
@@ -42,7 +41,7 @@ from securefg.protocol.secure_sum.harary import harary_graph
 from securefg.protocol.secure_sum.relay_sum import forward_sum
 from securefg.protocol.secure_sum.route import Route
 from securefg.protocol.secure_sum.settings import DEFAULTS, Settings, validate
-from securefg.protocol.shared_result import send_to_clients
+from securefg.protocol.shared_result import share_sum
 
 
 @dataclass(frozen=True)
@@ -120,9 +119,7 @@ class SecureSum(Mechanism):
         """The server learns the sum (as for ``aggregate``) and sends it to every client
         (``Form.AGGREGATE``); bind the tag to ``blind_sum`` to keep the server out of it."""
         agg = self._run(call, call.server, inputs)
-        got = send_to_clients(call, inputs, encode_tensor(agg.total), form=Form.AGGREGATE)
-        spec = TensorSpec({"x": (torch.float64, (agg.total.numel(),))})
-        return {pid: SumOutcome(decode_tensor(b, spec=spec), agg.contributors) for pid, b in got.items()}
+        return share_sum(call, inputs, SumOutcome(agg.total, agg.contributors), form=Form.AGGREGATE)
 
     # ---------------------------------------------------------------------------------------
     def _run(self, call: ExchangeCall, aggregator: str, inputs: Mapping[str, torch.Tensor], *,
