@@ -21,20 +21,21 @@ from securefg.reproduce.cefgc_table import (
     proteins_target,
     shortfalls,
 )
+from securefg.reproduce.cell_ledger import CellLedger
 from securefg.reproduce.cell_runner import finished_result
 
 #: Every invocation's command, one a line, under the output root (the page names them all).
 COMMAND_LOG = "commands.txt"
 
 
-def measure_all(out_root: str | Path) -> tuple[Measurements, list[tuple[Cell, dict]]]:
-    """Every finished cell of the full grid under ``out_root``, grouped, and the raw results."""
+def measure_all(out_root: str | Path, ledger: CellLedger | None = None) -> tuple[Measurements, list[tuple[Cell, dict]]]:
+    """Every finished cell of the full grid (under ``out_root`` or in the ledger), grouped, and the raw results."""
     found = []
     for s in SETTINGS:
         for m in METHODS:
             for seed in SEEDS:
                 cell = Cell(s, m, seed)
-                res = finished_result(cell, out_root)
+                res = finished_result(cell, out_root, ledger)
                 if res is not None:
                     found.append((cell, res))
     return collect(found), found
@@ -47,9 +48,10 @@ def write_report(
     command: str,
     paper: dict[tuple[str, str], float],
     paper_source: str,
+    ledger: CellLedger | None = None,
 ) -> list[Path]:
     """Write the results page and one PNG per measured setting beside it; return the PNGs."""
-    measured, found = measure_all(out_root)
+    measured, found = measure_all(out_root, ledger)
     page = Path(page)
     page.parent.mkdir(parents=True, exist_ok=True)
     plots = []
@@ -59,12 +61,13 @@ def write_report(
             plots.append(png)
     total = len(SETTINGS) * len(METHODS) * len(SEEDS)
     devices = sorted({str(r.get("device")) for _, r in found}) or ["—"]
-    wall = sum(float(r.get("wall_seconds", 0.0)) for _, r in found)
+    wall = sum(float(r.get("wall_seconds") or 0.0) for _, r in found)
+    where = f"under `{out_root}`" + (f" or recorded in `{ledger.path}`" if ledger is not None else "")
     complete = len(found) == total
     lines = [
         "# CeFGC: the paper's comparison reproduced",
         "",
-        (f"Written by `{command}` on {_dt.date.today().isoformat()} from every finished cell under `{out_root}`: "
+        (f"Written by `{command}` on {_dt.date.today().isoformat()} from every finished cell {where}: "
          f"{len(found)} of the {total} cells ({len(SETTINGS)} settings × {len(METHODS)} methods × {len(SEEDS)} seeds) "
          f"are finished{'' if complete else ', so this is NOT the full table'}. "
          f"Device(s): {', '.join(devices)}; summed run time {wall / 60:.1f} min."),
@@ -72,7 +75,7 @@ def write_report(
         ("The full table is `securefg reproduce cefgc` (a rerun runs only the unfinished cells). "
          "Invocations that produced these cells, in order:"),
         "",
-        *(f"* `{c}`" for c in _commands(out_root)),
+        *(f"* `{c}`" for c in _commands(out_root, ledger)),
         "",
         ("Score: the global model's ROC-AUC on the global test set (one-vs-rest for multi-class), 3 clients per "
         "dataset, protected default stacks. FedAvg and FedProx run 200 rounds and the central GIN 200 epochs on the "
@@ -111,17 +114,19 @@ def write_report(
     return plots
 
 
-def _commands(out_root: str | Path) -> list[str]:
-    """The logged invocations, in first-seen order (:data:`COMMAND_LOG`)."""
+def _commands(out_root: str | Path, ledger: CellLedger | None = None) -> list[str]:
+    """The logged invocations, in first-seen order: the ledger's, then :data:`COMMAND_LOG`'s."""
     log = Path(out_root) / COMMAND_LOG
-    lines = log.read_text(encoding="utf-8").splitlines() if log.is_file() else []
+    lines = (ledger.commands if ledger is not None else []) + (
+        log.read_text(encoding="utf-8").splitlines() if log.is_file() else [])
     return list(dict.fromkeys(x for x in lines if x.strip())) or ["(no log of invocations under the output root)"]
 
 
 def _cost_table(found: list[tuple[Cell, dict]]) -> str:
     by: dict[tuple[str, str], list[float]] = {}
     for cell, res in found:
-        by.setdefault((cell.setting.name, cell.method.label), []).append(float(res.get("wall_seconds", 0.0)))
+        if isinstance(res.get("wall_seconds"), (int, float)):  # records carried over from a table have no time
+            by.setdefault((cell.setting.name, cell.method.label), []).append(float(res["wall_seconds"]))
     if not by:
         return "No finished cell."
     rows = ["| setting | method | runs | wall s per run (mean) |", "|---|---|---|---|"]

@@ -1,10 +1,12 @@
-"""Run a list of cells in this process, resumably: a cell whose ``result.json`` exists is not rerun.
+"""Run a list of cells in this process, resumably: a cell with a ``result.json`` or a ledger record is not rerun.
 
 Each cell is one :func:`securefg.experiment.run_experiment` call, the code path of
 ``securefg run``, writing ``<cell folder>/result.json``. The file is written only when the run
 ends, so its presence marks a finished cell; a finished cell is checked to be the cell asked for
 (method, dataset, seed) so that a reused output folder cannot pass another experiment's result
-off as this one's. One failing cell is reported and the others still run.
+off as this one's. One failing cell is reported and the others still run. With a
+:class:`~securefg.reproduce.cell_ledger.CellLedger`, every finished cell is also recorded there
+(the committed record that outlives the run folders) and a recorded cell counts as finished.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 from securefg.errors import InvalidInputError
 from securefg.experiment import RunConfig, run_experiment
 from securefg.reproduce.cefgc_cells import Cell, run_config
+from securefg.reproduce.cell_ledger import CellLedger
 from securefg.result_summary import load_result
 
 RunFn = Callable[[RunConfig], dict[str, Any]]
@@ -37,21 +40,26 @@ class CellOutcome:
     error: str = ""
 
 
-def finished_result(cell: Cell, out_root: str | Path) -> dict[str, Any] | None:
-    """The cell's ``result.json`` when it has one, else ``None``.
+def finished_result(cell: Cell, out_root: str | Path, ledger: CellLedger | None = None) -> dict[str, Any] | None:
+    """The cell's ``result.json`` when it has one, else its ledger record, else ``None``.
+
+    A run folder's result is recorded in the ledger when the ledger lacks it, so a table built on
+    this machine and committed keeps the cell after the folder is gone.
 
     Raises:
         InvalidInputError: The file is unreadable, or belongs to another method, dataset or seed
-            (delete it, or choose another ``--out``).
+            (delete it, or choose another ``--out``); or the ledger's record is inconsistent.
     """
     path = cell.folder(out_root) / "result.json"
     if not path.is_file():
-        return None
+        return None if ledger is None else ledger.get(cell.setting.name, cell.method.name, cell.seed)
     res = load_result(path)
     got = (res.get("method"), res["config"].get("dataset"), res.get("seed"))
     want = (cell.method.name, cell.setting.dataset, cell.seed)
     if got != want:
         raise InvalidInputError(f"{path} holds the run {got}, not the cell {want}; delete it or choose another --out")
+    if ledger is not None and ledger.get(cell.setting.name, cell.method.name, cell.seed) is None:
+        ledger.record(cell.setting.name, res, source=f"run folder {cell.folder(out_root)}")
     return res
 
 
@@ -64,6 +72,7 @@ def run_cells(
     generator_cache: str | Path | None = None,
     run_fn: RunFn = run_experiment,
     show_progress: bool = True,
+    ledger: CellLedger | None = None,
 ) -> list[CellOutcome]:
     """Run every unfinished cell, one after the other, and report each as it ends.
 
@@ -76,6 +85,7 @@ def run_cells(
             cells, so CeFGC+ reuses CeFGC's and a rerun reuses both.
         run_fn (Callable): The experiment function (tests count its calls).
         show_progress (bool): A rich bar on a terminal, plain lines otherwise. (default: ``True``)
+        ledger (CellLedger, optional): Where finished cells are recorded; its cells count as finished.
 
     Returns:
         One :class:`CellOutcome` per cell, in order.
@@ -83,7 +93,7 @@ def run_cells(
     outcomes: list[CellOutcome] = []
     with CellProgress(len(cells), enabled=show_progress) as progress:
         for i, cell in enumerate(cells):
-            found = finished_result(cell, out_root)
+            found = finished_result(cell, out_root, ledger)
             if found is not None:
                 outcomes.append(CellOutcome(cell, "done", found))
                 progress.finished(i, cell, "done (kept)", found)
@@ -100,6 +110,8 @@ def run_cells(
             else:
                 clean = {k: v for k, v in result.items() if not k.startswith("_")}
                 outcome = CellOutcome(cell, "ran", clean, time.perf_counter() - t0)
+                if ledger is not None:
+                    ledger.record(cell.setting.name, clean, source=f"securefg reproduce on {clean.get('device', device)}")
                 progress.finished(i, cell, f"ran in {outcome.seconds:.0f} s", clean)
             outcomes.append(outcome)
             result = None  # the federation of a finished run holds every party's state

@@ -137,7 +137,8 @@ def test_page_lists_every_cell_says_it_is_partial_and_plots_measured_settings(tm
 
 def test_cli_dry_run_lists_the_quick_cells(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _write(tmp_path, _cell("MUTAG", "fedavg", 0), 0.9)
-    assert main(["reproduce", "cefgc", "--quick", "--dry-run", "--out", str(tmp_path)]) == 0
+    page = str(tmp_path / "page.md")  # the default ledger lies beside the page: not the committed one
+    assert main(["reproduce", "cefgc", "--quick", "--dry-run", "--out", str(tmp_path), "--page", page]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 8 and lines[2].startswith("MUTAG / FedAvg / seed 0: finished")
     assert all(": to run" in x for i, x in enumerate(lines) if i != 2)

@@ -1,0 +1,112 @@
+"""A committed record of finished cells, so a table outlives the machine that ran it.
+
+Run folders (``<out>/<setting>/<method>/seed<k>/result.json``) hold each cell's full result, but
+they live on the machine that ran them and are not committed (they carry histories and caches).
+The ledger is one small JSON file beside the results page, one compact record per finished cell:
+the metrics the table reads, the run time, the device and where the record came from. The runner
+writes a record as each cell ends and counts a recorded cell as finished, so a rerun on a fresh
+machine runs only what no machine has finished yet.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from securefg.errors import InvalidInputError
+
+#: Metrics a record keeps (everything the table, the targets and the cost table read).
+KEPT_METRICS = ("test_auc", "final_test_auc", "test_acc", "final_test_acc", "best_round", "val_auc", "val_acc")
+#: Top-level result keys a record keeps.
+KEPT_KEYS = ("method", "seed", "device", "wall_seconds")
+
+
+def cell_key(setting: str, method: str, seed: int) -> str:
+    """The record's key: ``"<setting>/<method>/seed<k>"`` (the run folder's relative path)."""
+    return f"{setting}/{method}/seed{seed}"
+
+
+def compact_record(setting: str, result: Mapping[str, Any], *, source: str) -> dict[str, Any]:
+    """The part of a ``result.json`` the ledger keeps, with its provenance."""
+    metrics = result.get("metrics") or {}
+    rec: dict[str, Any] = {k: result[k] for k in KEPT_KEYS if k in result}
+    rec["config"] = {"dataset": (result.get("config") or {}).get("dataset")}
+    rec["metrics"] = {k: metrics[k] for k in KEPT_METRICS if k in metrics}
+    rec["setting"] = setting
+    rec["source"] = source
+    rec["recorded"] = _dt.date.today().isoformat()
+    return rec
+
+
+class CellLedger:
+    """The ledger file: ``{"cells": {key: record}}``, rewritten atomically on every change.
+
+    Args:
+        path (str | Path): The JSON file (created on the first record).
+
+    Raises:
+        InvalidInputError: The file exists but is not a ledger.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._cells: dict[str, dict[str, Any]] = {}
+        self._commands: list[str] = []
+        if self.path.is_file():
+            try:
+                data = json.loads(self.path.read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError) as exc:
+                raise InvalidInputError(f"{self.path} is not a readable cell ledger: {exc}") from exc
+            if not isinstance(data, dict) or not isinstance(data.get("cells"), dict):
+                raise InvalidInputError(f"{self.path} lacks the 'cells' object of a cell ledger")
+            self._cells = data["cells"]
+            self._commands = [str(c) for c in data.get("commands", [])]
+
+    def get(self, setting: str, method: str, seed: int) -> dict[str, Any] | None:
+        """The record of one cell, or ``None``.
+
+        Raises:
+            InvalidInputError: The record under that key names another method or seed.
+        """
+        rec = self._cells.get(cell_key(setting, method, seed))
+        if rec is None:
+            return None
+        if (rec.get("method"), rec.get("seed")) != (method, seed):
+            raise InvalidInputError(f"{self.path}: the record {cell_key(setting, method, seed)!r} holds the run "
+                                    f"{(rec.get('method'), rec.get('seed'))}; fix or delete it")
+        return rec
+
+    def record(self, setting: str, result: Mapping[str, Any], *, source: str) -> None:
+        """Add (or replace) one finished cell's record and write the file."""
+        rec = compact_record(setting, result, source=source)
+        self._cells[cell_key(setting, str(rec.get("method")), int(rec.get("seed", -1)))] = rec
+        self._write()
+
+    def add_command(self, command: str) -> None:
+        """Log an invocation (the page lists every command that produced its cells)."""
+        if command not in self._commands:
+            self._commands.append(command)
+            self._write()
+
+    @property
+    def commands(self) -> list[str]:
+        """The logged invocations, in first-seen order."""
+        return list(self._commands)
+
+    def __len__(self) -> int:
+        return len(self._cells)
+
+    def _write(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        body = {"about": "securefg reproduce: one compact record per finished cell (securefg/reproduce/cell_ledger.py)",
+                "commands": self._commands, "cells": dict(sorted(self._cells.items()))}
+        tmp.write_text(json.dumps(body, indent=1) + "\n", encoding="utf-8")
+        os.replace(tmp, self.path)
+
+
+__all__ = ["KEPT_METRICS", "CellLedger", "cell_key", "compact_record"]

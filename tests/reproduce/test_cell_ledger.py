@@ -1,0 +1,97 @@
+"""The committed cell ledger: finished cells outlive their run folders, and bad records are refused."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from securefg.errors import InvalidInputError
+from securefg.experiment import RunConfig
+from securefg.reproduce.cefgc_cells import plan
+from securefg.reproduce.cefgc_report import measure_all, write_report
+from securefg.reproduce.cell_ledger import CellLedger, cell_key
+from securefg.reproduce.cell_runner import run_cells
+
+
+class FakeRuns:
+    """Stands in for ``run_experiment``: counts calls, writes the result.json a run would."""
+
+    def __init__(self) -> None:
+        self.calls: list[RunConfig] = []
+
+    def __call__(self, cfg: RunConfig) -> dict[str, Any]:
+        self.calls.append(cfg)
+        res = {"method": cfg.method, "seed": cfg.seed, "config": {"dataset": cfg.dataset}, "device": "cpu",
+               "wall_seconds": 3.0, "history": [{"round": 0}],
+               "metrics": {"test_auc": 0.5 + cfg.seed / 100, "final_test_auc": 0.4, "test_acc": 0.6, "other": 1}}
+        Path(cfg.out).mkdir(parents=True, exist_ok=True)
+        (Path(cfg.out) / "result.json").write_text(json.dumps(res))
+        return res
+
+
+def test_cells_recorded_in_the_ledger_are_not_rerun_after_the_folders_are_gone(tmp_path: Path) -> None:
+    ledger = CellLedger(tmp_path / "cells.json")
+    cells = plan(quick=True, seeds=[0, 1])
+    first = FakeRuns()
+    run_cells(cells, out_root=tmp_path / "runs", run_fn=first, ledger=ledger, show_progress=False)
+    assert len(first.calls) == 16 and len(ledger) == 16
+    shutil.rmtree(tmp_path / "runs")  # a fresh machine: only the committed file is left
+    again = FakeRuns()
+    outcomes = run_cells(cells, out_root=tmp_path / "runs", run_fn=again, ledger=CellLedger(tmp_path / "cells.json"),
+                         show_progress=False)
+    assert again.calls == [] and {o.status for o in outcomes} == {"done"}
+    rec = json.loads((tmp_path / "cells.json").read_text())["cells"][cell_key("MUTAG", "fedavg", 1)]
+    # compact: the table's metrics, run time and provenance; no history, no other metric
+    assert rec["metrics"] == {"test_auc": 0.51, "final_test_auc": 0.4, "test_acc": 0.6}
+    assert rec["wall_seconds"] == 3.0 and "history" not in rec and rec["source"].startswith("securefg reproduce")
+
+
+def test_a_run_folder_missing_from_the_ledger_is_recorded_when_found(tmp_path: Path) -> None:
+    cells = plan(quick=True)
+    run_cells(cells, out_root=tmp_path / "runs", run_fn=FakeRuns(), show_progress=False)  # no ledger
+    ledger = CellLedger(tmp_path / "cells.json")
+    measured, found = measure_all(tmp_path / "runs", ledger)
+    assert len(found) == 8 and len(CellLedger(tmp_path / "cells.json")) == 8
+    assert measured[("PROTEINS", "cefgc")].best == {0: 0.5}
+
+
+def test_the_page_is_built_from_the_ledger_alone(tmp_path: Path) -> None:
+    ledger = CellLedger(tmp_path / "cells.json")
+    ledger.add_command("securefg reproduce cefgc --quick")
+    run_cells(plan(quick=True), out_root=tmp_path / "runs", run_fn=FakeRuns(), ledger=ledger, show_progress=False)
+    shutil.rmtree(tmp_path / "runs")
+    page = tmp_path / "page.md"
+    write_report(out_root=tmp_path / "runs", page=page, command="securefg reproduce cefgc", paper={},
+                 paper_source="none", ledger=CellLedger(tmp_path / "cells.json"))
+    text = page.read_text()
+    assert "8 of the 280 cells" in text and "| MUTAG | CeFGC | 1/5 | 0.500 |" in text
+    assert "* `securefg reproduce cefgc --quick`" in text and "cells.json" in text
+
+
+def test_bad_ledgers_are_refused_with_the_file_named(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(InvalidInputError, match="bad.json"):
+        CellLedger(bad)
+    bad.write_text(json.dumps({"rows": []}))
+    with pytest.raises(InvalidInputError, match="'cells'"):
+        CellLedger(bad)
+    bad.write_text(json.dumps({"cells": {cell_key("MUTAG", "cefgc", 0): {"method": "fedavg", "seed": 0}}}))
+    with pytest.raises(InvalidInputError, match="holds the run"):
+        CellLedger(bad).get("MUTAG", "cefgc", 0)
+
+
+def test_the_committed_ledger_is_well_formed() -> None:
+    """Every record in docs/results names a known cell and carries a test AUC in [0, 1]."""
+    path = Path(__file__).resolve().parents[2] / "docs" / "results" / "cefgc_cells.json"
+    if not path.is_file():
+        pytest.skip("no committed ledger in this checkout")
+    ledger = CellLedger(path)
+    keys = {cell_key(c.setting.name, c.method.name, c.seed) for c in plan()}
+    data = json.loads(path.read_text())["cells"]
+    assert set(data) <= keys and len(ledger) == len(data)
+    assert all(0.0 <= rec["metrics"]["test_auc"] <= 1.0 and rec["source"] for rec in data.values())
