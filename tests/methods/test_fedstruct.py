@@ -331,3 +331,86 @@ def test_the_server_never_reads_the_summed_nsf_gradient_under_the_default_stack_
         guesses = [g for g in (_as_tensor(r.payload) for r in mine) if g is not None]
         found[stack] = any(g.numel() == summed.numel() and torch.allclose(g, summed, atol=1e-6) for g in guesses)
     assert found == {"plaintext": True, "fedstruct_secure": False}
+
+
+# ------------------------------------------------------------------ edge-level DP (issue 22)
+def _reported_graph(fed: Federation, n: int) -> torch.Tensor:
+    """The union of every client's reported view as one undirected edge_index."""
+    parts = []
+    for pid in fed.client_ids:
+        v = fed.parties[pid].state["structure_view"]
+        parts += [v.intra_edges, v.inter_edges, v.inter_edges.flip(0)]
+    return torch.unique(torch.cat(parts, 1), dim=1)
+
+
+@pytest.mark.parametrize("stack", ["plaintext", "fedstruct_secure"])
+def test_edge_dp_runs_every_party_on_one_reported_graph_and_keeps_the_true_view_as_knowledge(stack: str) -> None:
+    task = small_task(seed=2)
+    method, fed, _ = run(task, stack, rounds=1, seed=3, edge_dp_epsilon=1.0, edge_dp_seeded=True)
+    assert task.full_graph is not None
+    n = int(task.full_graph.num_nodes)
+    views = {pid: fed.parties[pid].state["structure_view"] for pid in fed.client_ids}
+    # both ends of a reported inter pair hold it (one peer drew it, the peer sum told the other)
+    for pid, v in views.items():
+        for (u, w), owner in zip(v.inter_edges.t().tolist(), v.inter_owner.tolist(), strict=True):
+            other = views[fed.client_ids[owner]]
+            assert bool(((other.inter_edges[0] == w) & (other.inter_edges[1] == u)).any())
+    reported = _reported_graph(fed, n)
+    truth = torch.unique(task.full_graph.edge_index, dim=1)
+    assert reported.size(1) != truth.size(1) or not torch.equal(reported, truth)  # at epsilon 1 the graph moves
+    # Ā rows are exactly those of the reported graph: the true graph enters nothing downstream
+    a_hat = rw_normalized_adjacency(reported, n, dtype=torch.float64)
+    ref = multi_hop_adjacency(a_hat, (0.0,) * (SMALL["structure_hops"] - 1) + (1.0,))
+    for k, pid in enumerate(fed.client_ids):
+        assert torch.allclose(fed.parties[pid].state["abar"], ref[task.clients[k].global_id], atol=abar_tolerance(stack))
+        true_view = fed.parties[pid].state["graph_view"]
+        assert torch.equal(true_view.nodes, task.clients[k].global_id.cpu())
+    rep = method.report()["privacy"]
+    assert rep["epsilon"] == pytest.approx(1.0) and rep["delta"] == 0.0 and rep["unit"] == "edge"
+    assert rep["kept"] + rep["fake"] == reported.size(1) // 2 and rep["true_pairs"] == truth.size(1) // 2
+
+
+def test_edge_dp_reports_reach_only_their_receiver_under_the_default_stack() -> None:
+    task = small_task(seed=2)
+    _, fed, _ = run(task, "fedstruct_secure", rounds=1, keep=True, edge_dp_epsilon=1.0, edge_dp_seeded=True)
+    mine = [r for r in fed.transcript if r.tag == "fedstruct/edge_rr"]
+    assert mine and {r.form for r in mine if "server" in (r.sender, r.receiver)} <= {Form.KEYS, Form.MASKED, Form.SEALED}
+
+
+def test_edge_dp_noise_is_fresh_per_run_unless_seeded() -> None:
+    task = small_task(seed=2)
+    graphs = []
+    for seeded in (True, True, False, False):
+        _, fed, _ = run(task, "plaintext", rounds=1, edge_dp_epsilon=1.0, edge_dp_seeded=seeded)
+        graphs.append(_reported_graph(fed, 150))
+    assert torch.equal(graphs[0], graphs[1])
+    assert not (graphs[2].shape == graphs[3].shape and torch.equal(graphs[2], graphs[3]))
+
+
+@pytest.mark.parametrize("options", [{"edge_dp_epsilon": -1.0}, {"edge_dp_epsilon": float("inf")},
+                                     {"edge_dp_epsilon": 2.0, "variant": "A"}, {"edge_dp_epsilon": 2.0, "nsf": "node2vec"},
+                                     {"edge_dp_epsilon": 2.0, "edge_dp_keep": 0.99}, {"edge_dp_seeded": 3}])
+def test_bad_edge_dp_options_are_config_errors(options: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError, match="edge_dp"):
+        method_class("fedstruct")(small_task(), MethodConfig(rounds=1, options=options))
+
+
+def test_a_tampered_report_block_is_refused() -> None:
+    from securefg.errors import InvalidInputError
+    from securefg.methods.fedstruct.edge_dp import _received_pairs
+    from securefg.methods.fedstruct.parties import directory_of
+
+    task = small_task()
+    directory = directory_of(task)
+    theirs = directory.nodes_of(2)
+    block = torch.zeros(theirs.numel(), 150, dtype=torch.float64)
+    lower = int(directory.nodes_of(0)[0])
+    block[0, lower] = 1.0
+    assert _received_pairs(block, theirs, directory, 2).tolist() == [[int(theirs[0])], [lower]]
+    block[1, lower] = 2.0
+    with pytest.raises(InvalidInputError, match="0/1"):
+        _received_pairs(block, theirs, directory, 2)
+    block[1, lower] = 0.0
+    block[0, int(theirs[1])] = 1.0
+    with pytest.raises(InvalidInputError, match="draws itself"):
+        _received_pairs(block, theirs, directory, 2)

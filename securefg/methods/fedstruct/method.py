@@ -27,7 +27,8 @@ from securefg.federation.federation import Federation
 from securefg.federation.party import client_index
 from securefg.methods.base import Method, MethodConfig, Task, register_method, select_best_round
 from securefg.methods.fedstruct import hardened, variant_a, variant_b
-from securefg.methods.fedstruct.offline import TAG_ABAR, OfflineCost, run_algorithm3
+from securefg.methods.fedstruct.edge_dp import TAG_EDGE_RR, EdgeDPCounts, privacy_block, report_views
+from securefg.methods.fedstruct.offline import TAG_ABAR, OfflineCost, offline_round, run_algorithm3
 from securefg.methods.fedstruct.parties import client_data, client_views, directory_of, make_model
 from securefg.methods.fedstruct.server import ServerOptimizer, structure_optimizer
 from securefg.methods.fedstruct.settings import OPTION_DEFAULTS, FedStructSettings, parse_settings
@@ -68,6 +69,7 @@ class FedStruct(Method):
     ROBUST_TAGS = (TAG_UPDATE, TAG_NSF_GRAD)
     TAGS: ClassVar[Mapping[str, ExchangeKind]] = {
         TAG_ABAR: ExchangeKind.PEER_SUM,
+        TAG_EDGE_RR: ExchangeKind.PEER_SUM,
         TAG_NSF: ExchangeKind.RELAY,
         TAG_COUNT: ExchangeKind.AGGREGATE,
         TAG_MODEL: ExchangeKind.BROADCAST,
@@ -91,6 +93,7 @@ class FedStruct(Method):
                                                          weight_decay=config.train.weight_decay)
         self.offline: OfflineCost | None = None
         self.nsf_cost: dict[str, str | float | int] = {}
+        self.edge_dp_counts: EdgeDPCounts | None = None
         self._fed: Federation | None = None
 
     @property
@@ -104,9 +107,15 @@ class FedStruct(Method):
         dev, seed = self.config.device, self.config.seed
         directory = directory_of(self.task)
         views = client_views(self.task, directory)
-        for k, (pid, view) in enumerate(zip(fed.client_ids, views, strict=True)):
+        used = views
+        if self.settings.edge_dp is not None:  # every party computes on its reported view from here on
+            used, self.edge_dp_counts = report_views(
+                fed, views, directory, self.settings.edge_dp, seed=seed if self.settings.edge_dp_seeded else None,
+                round=offline_round(1, len(self.settings.betas)))
+        for k, (pid, view, mine) in enumerate(zip(fed.client_ids, views, used, strict=True)):
             st = fed.parties[pid].state
-            st.update(graph_view=view, directory=directory, data=client_data(self.task, k, view, self.settings, dev),
+            st.update(graph_view=view, structure_view=mine, directory=directory,
+                      data=client_data(self.task, k, mine, self.settings, dev),
                       model=make_model(self.task, self.settings, seed, dev), betas=list(self.settings.betas),
                       num_nodes=directory.num_nodes, global_ids=view.nodes)
         fed.server.state["server_opt"] = ServerOptimizer(make_model(self.task, self.settings, seed, dev), self.settings.config)
@@ -117,7 +126,7 @@ class FedStruct(Method):
         if self.settings.variant == "A":
             self._setup_a(fed)
         else:
-            self._setup_b(fed, views)
+            self._setup_b(fed, used)
 
     def _setup_a(self, fed: Federation) -> None:
         """The server holds the global graph (edges only), Ā and S."""
@@ -277,6 +286,8 @@ class FedStruct(Method):
             offline["training_bytes"] = fed.transcript.bytes_total() - off_bytes
         if offline:
             out["offline"] = offline
+        if self.settings.edge_dp is not None and self.edge_dp_counts is not None:
+            out["privacy"] = privacy_block(self.settings.edge_dp, self.edge_dp_counts, seeded=self.settings.edge_dp_seeded)
         if self.settings.hardened and fed is not None:
             out["fedstruct"]["queries_answered"] = {
                 pid: dict(fed.parties[pid].state.get("queries", {})) for pid in fed.client_ids}

@@ -15,7 +15,9 @@ masked sum needs one public layout, and the pruned support is data-dependent.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -47,6 +49,12 @@ class OfflineCost:
                 "nonzeros_sent": self.nonzeros}
 
 
+def structure_view(state: Mapping[str, Any]) -> Any:
+    """The client's graph for Ā: ``structure_view`` when set (edge DP), else its true ``graph_view``."""
+    view = state.get("structure_view")
+    return view if view is not None else state["graph_view"]
+
+
 def offline_round(hop: int, hops: int) -> int:
     """The round number hop ``hop`` runs in: ``2 - L_s - 1 .. -1``, before training round 0."""
     return hop - hops - 1
@@ -55,15 +63,16 @@ def offline_round(hop: int, hops: int) -> int:
 def run_algorithm3(fed: Federation, *, betas: tuple[float, ...], prune_p: int = 0) -> OfflineCost:
     """Give every client its rows ``abar`` of Ā; each party acts on its own state only.
 
-    Reads ``graph_view`` and ``directory`` from each client's state and writes ``abar``
-    (``[n_i, n]``, float64) and ``betas`` there.
+    Reads ``structure_view`` (the graph it computes on: the true ``graph_view``, or under
+    ``edge_dp_epsilon`` the reported one) and ``directory`` from each client's state and writes
+    ``abar`` (``[n_i, n]``, float64) and ``betas`` there.
     """
     start, before = time.perf_counter(), len(fed.transcript)
     pids = fed.client_ids
     states: dict[str, AbarState] = {}
     for pid in pids:
         s = fed.parties[pid].state
-        states[pid] = init_abar_state(s["graph_view"], s["directory"], betas=betas, dtype=torch.float64)
+        states[pid] = init_abar_state(structure_view(s), s["directory"], betas=betas, dtype=torch.float64)
     hop, sums, nnz = 1, 0, 0
     while not states[pids[0]].done:
         hop += 1
@@ -78,7 +87,7 @@ def run_algorithm3(fed: Federation, *, betas: tuple[float, ...], prune_p: int = 
                 sums += 1
             else:  # a single client: nothing to receive
                 summed = own
-            new[target] = assemble(fed.parties[target].state["graph_view"], states[target], summed=summed)
+            new[target] = assemble(structure_view(fed.parties[target].state), states[target], summed=summed)
         states = new
     for pid in pids:
         fed.parties[pid].state.update(abar=states[pid].abar, betas=list(betas))
@@ -92,5 +101,5 @@ def _message(fed: Federation, pid: str, state: AbarState, receiver: int, prune_p
     """Client ``pid``'s message to client ``receiver``, computed from ``pid``'s own state."""
     s = fed.parties[pid].state
     assert pid == client_id(state.client_id)
-    return contribution(s["graph_view"], state, directory=s["directory"], receiver=receiver,
+    return contribution(structure_view(s), state, directory=s["directory"], receiver=receiver,
                         prune_p=prune_p or None)

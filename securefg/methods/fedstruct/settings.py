@@ -13,6 +13,7 @@ from typing import Any
 
 from securefg.errors import ConfigError
 from securefg.models.fedstruct import FedStructConfig
+from securefg.models.fedstruct.edge_rr import EdgeRR
 from securefg.models.fedstruct.propagation import last_hop_betas
 
 NSFS = ("hop2vec", "node2vec", "degree")
@@ -32,6 +33,9 @@ OPTION_DEFAULTS: Mapping[str, Any] = {
     "input_dropout": FedStructConfig.input_dropout,
     "node2vec_epochs": FedStructConfig.node2vec_epochs,
     "query_budget": 0,
+    "edge_dp_epsilon": 0.0,
+    "edge_dp_keep": 0.0,
+    "edge_dp_seeded": False,
 }
 
 
@@ -48,6 +52,10 @@ class FedStructSettings:
         query_budget (int): Hardened only: an owner refuses a receiver's NSE query after this
             many answers (0 = count but never refuse).
         config (FedStructConfig): Model and optimiser hyperparameters.
+        edge_dp (EdgeRR, optional): Edge-level DP by randomized response on the graph every party
+            works on (option ``edge_dp_epsilon``; ``edge_dp_keep`` picks an asymmetric response;
+            :mod:`securefg.methods.fedstruct.edge_dp`). ``None`` = off.
+        edge_dp_seeded (bool): Draw that noise from the run seed (measurements only).
     """
 
     nsf: str
@@ -56,6 +64,8 @@ class FedStructSettings:
     prune_p: int
     query_budget: int
     config: FedStructConfig
+    edge_dp: EdgeRR | None = None
+    edge_dp_seeded: bool = False
 
     @property
     def betas(self) -> tuple[float, ...]:
@@ -100,6 +110,9 @@ def parse_settings(options: Mapping[str, Any], *, lr: float, weight_decay: float
             problems.append(f"{key} must be in [0, 1), got {o[key]!r}")
     if not isinstance(o["lr_structure"], (int, float)) or not o["lr_structure"] > 0:
         problems.append(f"lr_structure must be > 0, got {o['lr_structure']!r}")
+    edge_dp = _edge_dp(o, variant, nsf, problems)
+    if not isinstance(o["edge_dp_seeded"], bool):
+        problems.append(f"edge_dp_seeded must be true or false, got {o['edge_dp_seeded']!r}")
     if problems:
         raise ConfigError("invalid fedstruct options:\n" + "\n".join(f"- {p}" for p in problems))
     config = FedStructConfig(
@@ -108,4 +121,28 @@ def parse_settings(options: Mapping[str, Any], *, lr: float, weight_decay: float
         structure_dim=int(o["structure_dim"]), dropout=float(o["dropout"]),
         input_dropout=float(o["input_dropout"]), node2vec_epochs=int(o["node2vec_epochs"]),
     )
-    return FedStructSettings(nsf, variant, bool(o["hardened"]), int(o["prune_p"]), int(o["query_budget"]), config)
+    return FedStructSettings(nsf, variant, bool(o["hardened"]), int(o["prune_p"]), int(o["query_budget"]), config,
+                             edge_dp, bool(o["edge_dp_seeded"]))
+
+
+def _edge_dp(o: Mapping[str, Any], variant: str, nsf: str, problems: list[str]) -> EdgeRR | None:
+    """The randomized response of ``edge_dp_epsilon`` (0 = off), or ``None``; problems are appended."""
+    eps, keep = o["edge_dp_epsilon"], o["edge_dp_keep"]
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not eps >= 0 or eps == float("inf"):
+        problems.append(f"edge_dp_epsilon must be a finite number >= 0 (0 = off), got {eps!r}")
+        return None
+    if isinstance(keep, bool) or not isinstance(keep, (int, float)) or not 0 <= keep < 1:
+        problems.append(f"edge_dp_keep must be in [0, 1) (0 = symmetric response), got {keep!r}")
+        return None
+    if not eps:
+        return None
+    if variant == "A":
+        problems.append("edge_dp_epsilon applies to variant B; variant A has the server hold the true graph")
+    if nsf == "node2vec":
+        problems.append("edge_dp_epsilon does not cover node2vec NSFs (their walks read the true graph); "
+                        "use hop2vec or degree")
+    try:
+        return EdgeRR.for_epsilon(float(eps), float(keep) or None)
+    except ConfigError as exc:
+        problems.append(f"edge_dp_epsilon/edge_dp_keep: {exc}")
+        return None

@@ -1,0 +1,178 @@
+r"""FedStruct-B's edge-level DP option: every party works on a randomized-response copy of the graph.
+
+``--option edge_dp_epsilon=E`` (variant B, plain or hardened). Before Algorithm 3, every pair of
+nodes gets one noisy bit (:mod:`securefg.models.fedstruct.edge_rr`), drawn by exactly one party:
+
+* pairs inside client ``k``: by ``k``;
+* pairs between clients ``k < l``: by ``k`` (both know the true inter-edges, FedStruct-B's
+  assumption), who sends ``l`` its reported pairs as a dense ``[n_l, n]`` 0/1 block in one
+  ``peer_sum`` to ``l`` (tag ``fedstruct/edge_rr``; every other client sends zeros, so the
+  sum carries exactly ``l``'s reported edges to lower-id clients and, under a masked stack,
+  nothing to the server).
+
+From then on every client uses only its reported view: Algorithm 3 (its rows of Ā), its local
+propagation matrix, its degree NSFs. Everything any other party receives is therefore computed
+from the reported graph, features and labels, so each edge (present or absent) is
+``E``-edge-DP against the server and every other client for the whole run (pure DP, one
+release, the rest is post-processing). A client keeps its true view only as its own knowledge
+(state ``graph_view``, what the audit's attacker knows); ``structure_view`` holds the reported one.
+Not covered: node features and labels (what the edges are DP *given*).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from securefg.errors import InvalidInputError
+from securefg.federation.federation import Federation
+from securefg.models.fedstruct import ClientGraphView, NodeDirectory
+from securefg.models.fedstruct.edge_rr import EdgeRR, UniformSource, csprng_uniform, respond, seeded_uniform
+
+TAG_EDGE_RR = "fedstruct/edge_rr"
+
+
+@dataclass
+class EdgeDPCounts:
+    """What the reporting did (simulation figures for result.json; no party learns them all)."""
+
+    true_pairs: int = 0
+    kept: int = 0
+    fake: int = 0
+    per_client: dict[str, dict[str, int]] = field(default_factory=dict)
+
+
+def uniform_source(seed: int | None, client: int) -> UniformSource:
+    """The OS CSPRNG, or (``seed`` given: measurements only) a per-client seeded source."""
+    return csprng_uniform if seed is None else seeded_uniform(seed * 1_000_003 + client)
+
+
+def _local_pairs(view: ClientGraphView) -> Tensor:
+    """Intra-edges as local rows ``(a, b)``, ``a < b`` (one per undirected edge)."""
+    e = view.intra_edges
+    e = e[:, e[0] < e[1]]
+    return torch.stack([view.local_rows(e[0]), view.local_rows(e[1])])
+
+
+def _inter_pairs(view: ClientGraphView, directory: NodeDirectory, other: int) -> Tensor:
+    """Inter-edges to client ``other`` as ``(row in this client, row in other)``."""
+    pick = view.inter_owner == other
+    u, w = view.inter_edges[0, pick], view.inter_edges[1, pick]
+    theirs = directory.nodes_of(other)
+    return torch.stack([view.local_rows(u), torch.searchsorted(theirs, w)])
+
+
+def report_views(
+    fed: Federation,
+    views: Sequence[ClientGraphView],
+    directory: NodeDirectory,
+    rr: EdgeRR,
+    *,
+    seed: int | None = None,
+    round: int = -1,
+) -> tuple[list[ClientGraphView], EdgeDPCounts]:
+    """Each client's reported view; inter-client reports travel as one ``peer_sum`` per receiver.
+
+    Args:
+        fed (Federation): The run (its exchange carries ``fedstruct/edge_rr``).
+        views (Sequence[ClientGraphView]): Every client's true view (client ``k`` reads only ``views[k]``).
+        directory (NodeDirectory): The public owner of every node.
+        rr (EdgeRR): Reporting probabilities.
+        seed (int, optional): Seeded noise for measurements; ``None`` = the OS CSPRNG.
+        round (int): The (offline) round the exchange runs in.
+
+    Raises:
+        InvalidInputError: A received block that is not the 0/1 report of lower-id clients' pairs.
+    """
+    m, n = len(views), directory.num_nodes
+    counts = EdgeDPCounts()
+    intra: list[Tensor] = []
+    inter: list[list[Tensor]] = [[] for _ in range(m)]  # reported (own global id, other global id)
+    blocks: list[dict[int, Tensor]] = []  # sender -> {receiver: [n_recv, n] report}
+    for k, view in enumerate(views):
+        uniform = uniform_source(seed, k)
+        mine = view.nodes
+        pairs = _local_pairs(view)
+        got = respond(pairs, (view.num_nodes, view.num_nodes), rr, uniform, upper=True)
+        kept = _count_common(pairs, got, view.num_nodes)
+        stats = {"true": pairs.size(1), "kept": kept, "fake": got.size(1) - kept}
+        a, b = mine[got[0]], mine[got[1]]
+        intra.append(torch.cat([torch.stack([a, b]), torch.stack([b, a])], 1))
+        out: dict[int, Tensor] = {}
+        for other in range(k + 1, m):
+            theirs = directory.nodes_of(other)
+            pairs = _inter_pairs(view, directory, other)
+            got = respond(pairs, (view.num_nodes, theirs.numel()), rr, uniform, upper=False)
+            kept = _count_common(pairs, got, theirs.numel())
+            stats["true"] += pairs.size(1)
+            stats["kept"] += kept
+            stats["fake"] += got.size(1) - kept
+            inter[k].append(torch.stack([mine[got[0]], theirs[got[1]]]))
+            block = torch.zeros(theirs.numel(), n)
+            block[got[1], mine[got[0]]] = 1.0
+            out[other] = block
+        blocks.append(out)
+        pid = fed.client_ids[k]
+        counts.per_client[pid] = stats
+        counts.true_pairs += stats["true"]
+        counts.kept += stats["kept"]
+        counts.fake += stats["fake"]
+    fed.set_round(round)
+    for recv in range(1, m):
+        theirs = directory.nodes_of(recv)
+        inputs = {fed.client_ids[k]: {"b": blocks[k].get(recv, torch.zeros(theirs.numel(), n))}
+                  for k in range(m) if k != recv}
+        summed = fed.exchange.peer_sum(TAG_EDGE_RR, fed.client_ids[recv], inputs)["b"].double()
+        inter[recv].append(_received_pairs(summed, theirs, directory, recv))
+    reported = []
+    for k, view in enumerate(views):
+        e = _sorted(torch.cat(inter[k], 1) if inter[k] else torch.zeros(2, 0, dtype=torch.long))
+        reported.append(ClientGraphView(client_id=k, nodes=view.nodes, intra_edges=_sorted(intra[k]),
+                                        inter_edges=e, inter_owner=directory.owner[e[1]]))
+    return reported, counts
+
+
+def _received_pairs(summed: Tensor, theirs: Tensor, directory: NodeDirectory, recv: int) -> Tensor:
+    """``(own global id, other global id)`` from a summed report block, checked."""
+    if not torch.isfinite(summed).all() or bool(((summed != 0) & (summed != 1)).any()):
+        raise InvalidInputError(f"{TAG_EDGE_RR}: client {recv} received a report block with entries other than 0/1 "
+                                "(each pair is reported by one peer only)")
+    rows, cols = summed.nonzero(as_tuple=True)
+    if bool((directory.owner[cols] >= recv).any()):
+        raise InvalidInputError(f"{TAG_EDGE_RR}: client {recv} received reports for pairs it draws itself or that "
+                                "lie inside its own node set")
+    return torch.stack([theirs[rows], cols])
+
+
+def _count_common(true: Tensor, got: Tensor, cols: int) -> int:
+    return int(torch.isin(true[0] * cols + true[1], got[0] * cols + got[1]).sum())
+
+
+def _sorted(e: Tensor) -> Tensor:
+    if e.numel() == 0:
+        return e.long().reshape(2, 0)
+    order = torch.argsort(e[0] * (int(e.max()) + 1) + e[1])
+    return e[:, order].long()
+
+
+def privacy_block(rr: EdgeRR, counts: EdgeDPCounts, *, seeded: bool) -> dict[str, Any]:
+    """``result.json``'s ``privacy`` for the option."""
+    return {
+        "epsilon": rr.epsilon, "delta": 0.0, "unit": "edge", "accountant": "pure (randomized response, one release)",
+        "mechanism": "fedstruct edge_dp_epsilon", "keep_p": rr.keep, "fake_p": rr.fake,
+        "true_pairs": counts.true_pairs, "kept": counts.kept, "fake": counts.fake, "noise": "seeded" if seeded else "csprng",
+        "notes": [
+            ("unit 'edge': neighbouring graphs differ in one node pair; every pair is reported once by one party and "
+             "everything any other party receives (A-bar rows, NSF gradients, theta, degree NSFs) is computed from the "
+             "reported graph: no composition over hops or rounds."),
+            "not covered: node features and labels.",
+            "counts (true pairs, kept, fake) are simulation figures: no single party learns them.",
+        ],
+    }
+
+
+__all__ = ["TAG_EDGE_RR", "EdgeDPCounts", "privacy_block", "report_views", "uniform_source"]
