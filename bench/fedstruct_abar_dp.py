@@ -1,4 +1,10 @@
-"""Epsilon-utility table of FedStruct-B's by-design release: DP noise on the Ā peer sums.
+"""Epsilon-utility tables of FedStruct-B's by-design release: edge-level DP on the graph, or noise on Ā.
+
+``--edge-epsilons 4,6,8`` (the recommended knob): the method option ``edge_dp_epsilon``, randomized
+response on every node pair before Algorithm 3, so every release is post-processing of one
+pure-epsilon edge-DP report (``securefg/methods/fedstruct/edge_dp.py``). One row per epsilon.
+
+``--sigmas`` (the older knob, kept for comparison):
 
 Each client i receives, by design, its rows of Ā (``fedstruct/abar``: for each peer k the sum
 of B_ik over the peers). The knob is ``dp_gaussian`` in ``distributed`` mode on that tag: every
@@ -68,8 +74,9 @@ def _toml(v: Any) -> str:
     raise TypeError(f"cannot write {v!r} as TOML")
 
 
-def measure(cfg: Any, sigma: float, clip: float, folder: Path, *, secure_rng: bool = True) -> dict[str, Any]:
-    """One row: run under the noisy stack, play the curious-clients link attacks."""
+def measure(cfg: Any, sigma: float, clip: float, folder: Path, *, secure_rng: bool = True,
+            edge_epsilon: float = 0.0) -> dict[str, Any]:
+    """One row: run under the noisy stack (or the edge-DP option), play the curious-clients link attacks."""
     from securefg.attacks.harness import AttackHarness
     from securefg.audit.auditor import prepare
     from securefg.audit.threat_model import ThreatModel
@@ -78,11 +85,14 @@ def measure(cfg: Any, sigma: float, clip: float, folder: Path, *, secure_rng: bo
 
     tm = ThreatModel.load("curious_clients")
     tm = replace(tm, attacks=tuple(a for a in tm.attacks if a.key in ATTACKS))
+    if edge_epsilon > 0:
+        cfg = replace(cfg, options={**cfg.options, "edge_dp_epsilon": edge_epsilon, "edge_dp_seeded": not secure_rng})
     c = prepare(replace(cfg, protocol=noisy_stack(sigma, clip, folder, secure_rng=secure_rng)), tm, folder)
     task, _ = build_task(c)
     result = run_experiment(c)
     ctx = AttackHarness(tm, seed=c.seed).context(result, task, stack=resolve_stack(c))
-    row: dict[str, Any] = {"sigma": sigma, "clip": clip, "test_acc": result["metrics"].get("test_acc"),
+    row: dict[str, Any] = {"sigma": sigma, "clip": clip, "edge_epsilon": edge_epsilon,
+                           "test_acc": result["metrics"].get("test_acc"),
                            "epsilon": (result.get("privacy") or {}).get("epsilon")}
     for r in AttackHarness(tm, seed=c.seed).run(ctx):
         row[r.key] = r.outcome.value if r.outcome is not None else r.status
@@ -102,6 +112,8 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--clip", type=float, default=1.0)
     p.add_argument("--sigmas", default="0,0.5,2,8", help="noise multipliers, comma-separated (0 = no DP)")
+    p.add_argument("--edge-epsilons", default="",
+                   help="edge_dp_epsilon values, comma-separated (randomized response; replaces --sigmas)")
     p.add_argument("--json", type=Path, default=None)
     p.add_argument("--seeded-noise", action="store_true",
                    help="draw the noise from the run's seeded generator instead of the OS CSPRNG (same "
@@ -110,10 +122,26 @@ def main() -> None:
     cfg = RunConfig(method="fedstruct", dataset=args.dataset, partition="random", clients=args.clients,
                     rounds=args.rounds, seed=args.seed, options={"nsf": "hop2vec", "variant": "B"}, progress=False)
     rows = []
+    edge = [float(e) for e in args.edge_epsilons.split(",") if e.strip()]
     with tempfile.TemporaryDirectory() as tmp:
-        for sigma in (float(s) for s in args.sigmas.split(",")):
+        for eps in edge:
+            rows.append(measure(cfg, 0.0, args.clip, Path(tmp), secure_rng=not args.seeded_noise, edge_epsilon=eps))
+            print(json.dumps(rows[-1]), flush=True)
+        for sigma in ([] if edge else (float(s) for s in args.sigmas.split(","))):
             rows.append(measure(cfg, sigma, args.clip, Path(tmp), secure_rng=not args.seeded_noise))
             print(json.dumps(rows[-1]), flush=True)
+    if edge:
+        print("\n| edge epsilon (pure, delta 0) | test acc | structure_link AUC (baseline) | nsf_link AUC (baseline) |"
+              "\n|---:|---:|---:|---:|")
+        for r in rows:
+            print(f"| {r['edge_epsilon']:g} | {r['test_acc']:.4f} | "
+                  + " | ".join(f"{r[k]:.3f} ({r[k + '_baseline']:.3f})" if isinstance(r[k], float) else str(r[k])
+                               for k in ATTACKS) + " |")
+        for r in rows:
+            print(f"acc_at_edge_eps_{r['edge_epsilon']:g}={r['test_acc']:.4f}")
+        if args.json:
+            args.json.write_text(json.dumps(rows, indent=2))
+        return
     print("\n| noise multiplier | epsilon (delta 1e-5) | test acc | structure_link AUC (baseline) | "
           "nsf_link AUC (baseline) |\n|---:|---:|---:|---:|---:|")
     for r in rows:

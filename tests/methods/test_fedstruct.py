@@ -414,3 +414,20 @@ def test_a_tampered_report_block_is_refused() -> None:
     block[0, int(theirs[1])] = 1.0
     with pytest.raises(InvalidInputError, match="draws itself"):
         _received_pairs(block, theirs, directory, 2)
+
+
+def test_edge_dp_local_graph_keeps_the_true_local_matrix_and_says_what_it_leaves_uncovered() -> None:
+    from securefg.models.fedstruct.client_step import local_propagation
+
+    task = small_task(seed=2)
+    results = {}
+    for local in (False, True):
+        method, fed, _ = run(task, "plaintext", rounds=1, edge_dp_epsilon=1.0, edge_dp_seeded=True,
+                             edge_dp_local_graph=local)
+        st = fed.parties["client/1"].state
+        betas = method.settings.local_betas
+        true_local = local_propagation(st["graph_view"], betas=betas)
+        results[local] = torch.allclose(st["data"].a_local.to_dense().double(), true_local.to_dense().double())
+        notes = " ".join(method.report()["privacy"]["notes"])
+        assert ("true intra-client edges" in notes) is local
+    assert results == {False: False, True: True}

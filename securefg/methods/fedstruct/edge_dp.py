@@ -16,7 +16,9 @@ from the reported graph, features and labels, so each edge (present or absent) i
 ``E``-edge-DP against the server and every other client for the whole run (pure DP, one
 release, the rest is post-processing). A client keeps its true view only as its own knowledge
 (state ``graph_view``, what the audit's attacker knows); ``structure_view`` holds the reported one.
-Not covered: node features and labels (what the edges are DP *given*).
+Not covered: node features and labels (what the edges are DP *given*). ``edge_dp_local_graph``
+lets the feature branch keep the true intra-client edges (a sparse graph's reported copy buries
+them under fake pairs); the epsilon then no longer covers those edges, which reach θ and ∇S.
 """
 
 from __future__ import annotations
@@ -159,17 +161,21 @@ def _sorted(e: Tensor) -> Tensor:
     return e[:, order].long()
 
 
-def privacy_block(rr: EdgeRR, counts: EdgeDPCounts, *, seeded: bool) -> dict[str, Any]:
+def privacy_block(rr: EdgeRR, counts: EdgeDPCounts, *, seeded: bool, local_graph: bool = False) -> dict[str, Any]:
     """``result.json``'s ``privacy`` for the option."""
+    covered = ("not covered: node features and labels; and (edge_dp_local_graph) each client's true intra-client "
+               "edges, which its feature branch propagates over, so theta updates and the NSF gradient depend on them."
+               if local_graph else "not covered: node features and labels.")
     return {
         "epsilon": rr.epsilon, "delta": 0.0, "unit": "edge", "accountant": "pure (randomized response, one release)",
         "mechanism": "fedstruct edge_dp_epsilon", "keep_p": rr.keep, "fake_p": rr.fake,
         "true_pairs": counts.true_pairs, "kept": counts.kept, "fake": counts.fake, "noise": "seeded" if seeded else "csprng",
+        "local_graph": "true intra-client edges" if local_graph else "reported",
         "notes": [
             ("unit 'edge': neighbouring graphs differ in one node pair; every pair is reported once by one party and "
              "everything any other party receives (A-bar rows, NSF gradients, theta, degree NSFs) is computed from the "
              "reported graph: no composition over hops or rounds."),
-            "not covered: node features and labels.",
+            covered,
             "counts (true pairs, kept, fake) are simulation figures: no single party learns them.",
         ],
     }

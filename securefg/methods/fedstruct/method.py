@@ -115,7 +115,8 @@ class FedStruct(Method):
         for k, (pid, view, mine) in enumerate(zip(fed.client_ids, views, used, strict=True)):
             st = fed.parties[pid].state
             st.update(graph_view=view, structure_view=mine, directory=directory,
-                      data=client_data(self.task, k, mine, self.settings, dev),
+                      data=client_data(self.task, k, view if self.settings.edge_dp_local_graph else mine,
+                                       self.settings, dev),
                       model=make_model(self.task, self.settings, seed, dev), betas=list(self.settings.betas),
                       num_nodes=directory.num_nodes, global_ids=view.nodes)
         fed.server.state["server_opt"] = ServerOptimizer(make_model(self.task, self.settings, seed, dev), self.settings.config)
@@ -287,7 +288,8 @@ class FedStruct(Method):
         if offline:
             out["offline"] = offline
         if self.settings.edge_dp is not None and self.edge_dp_counts is not None:
-            out["privacy"] = privacy_block(self.settings.edge_dp, self.edge_dp_counts, seeded=self.settings.edge_dp_seeded)
+            out["privacy"] = privacy_block(self.settings.edge_dp, self.edge_dp_counts, seeded=self.settings.edge_dp_seeded,
+                                           local_graph=self.settings.edge_dp_local_graph)
         if self.settings.hardened and fed is not None:
             out["fedstruct"]["queries_answered"] = {
                 pid: dict(fed.parties[pid].state.get("queries", {})) for pid in fed.client_ids}

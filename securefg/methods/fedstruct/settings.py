@@ -36,6 +36,7 @@ OPTION_DEFAULTS: Mapping[str, Any] = {
     "edge_dp_epsilon": 0.0,
     "edge_dp_keep": 0.0,
     "edge_dp_seeded": False,
+    "edge_dp_local_graph": False,
 }
 
 
@@ -56,6 +57,9 @@ class FedStructSettings:
             works on (option ``edge_dp_epsilon``; ``edge_dp_keep`` picks an asymmetric response;
             :mod:`securefg.methods.fedstruct.edge_dp`). ``None`` = off.
         edge_dp_seeded (bool): Draw that noise from the run seed (measurements only).
+        edge_dp_local_graph (bool): Under edge DP, the feature branch still propagates over the
+            client's true intra-edges (its local matrix); Ā and NSFs use the reported graph. θ
+            updates and ∇S then depend on true intra-client edges: not covered by the epsilon.
     """
 
     nsf: str
@@ -66,6 +70,7 @@ class FedStructSettings:
     config: FedStructConfig
     edge_dp: EdgeRR | None = None
     edge_dp_seeded: bool = False
+    edge_dp_local_graph: bool = False
 
     @property
     def betas(self) -> tuple[float, ...]:
@@ -111,8 +116,9 @@ def parse_settings(options: Mapping[str, Any], *, lr: float, weight_decay: float
     if not isinstance(o["lr_structure"], (int, float)) or not o["lr_structure"] > 0:
         problems.append(f"lr_structure must be > 0, got {o['lr_structure']!r}")
     edge_dp = _edge_dp(o, variant, nsf, problems)
-    if not isinstance(o["edge_dp_seeded"], bool):
-        problems.append(f"edge_dp_seeded must be true or false, got {o['edge_dp_seeded']!r}")
+    for key in ("edge_dp_seeded", "edge_dp_local_graph"):
+        if not isinstance(o[key], bool):
+            problems.append(f"{key} must be true or false, got {o[key]!r}")
     if problems:
         raise ConfigError("invalid fedstruct options:\n" + "\n".join(f"- {p}" for p in problems))
     config = FedStructConfig(
@@ -122,7 +128,7 @@ def parse_settings(options: Mapping[str, Any], *, lr: float, weight_decay: float
         input_dropout=float(o["input_dropout"]), node2vec_epochs=int(o["node2vec_epochs"]),
     )
     return FedStructSettings(nsf, variant, bool(o["hardened"]), int(o["prune_p"]), int(o["query_budget"]), config,
-                             edge_dp, bool(o["edge_dp_seeded"]))
+                             edge_dp, bool(o["edge_dp_seeded"]), bool(o["edge_dp_local_graph"]))
 
 
 def _edge_dp(o: Mapping[str, Any], variant: str, nsf: str, problems: list[str]) -> EdgeRR | None:
