@@ -75,7 +75,7 @@ def _toml(v: Any) -> str:
 
 
 def measure(cfg: Any, sigma: float, clip: float, folder: Path, *, secure_rng: bool = True,
-            edge_epsilon: float = 0.0) -> dict[str, Any]:
+            edge_epsilon: float = 0.0, local_graph: bool = False) -> dict[str, Any]:
     """One row: run under the noisy stack (or the edge-DP option), play the curious-clients link attacks."""
     from securefg.attacks.harness import AttackHarness
     from securefg.audit.auditor import prepare
@@ -86,7 +86,8 @@ def measure(cfg: Any, sigma: float, clip: float, folder: Path, *, secure_rng: bo
     tm = ThreatModel.load("curious_clients")
     tm = replace(tm, attacks=tuple(a for a in tm.attacks if a.key in ATTACKS))
     if edge_epsilon > 0:
-        cfg = replace(cfg, options={**cfg.options, "edge_dp_epsilon": edge_epsilon, "edge_dp_seeded": not secure_rng})
+        cfg = replace(cfg, options={**cfg.options, "edge_dp_epsilon": edge_epsilon, "edge_dp_seeded": not secure_rng,
+                                    "edge_dp_local_graph": local_graph})
     c = prepare(replace(cfg, protocol=noisy_stack(sigma, clip, folder, secure_rng=secure_rng)), tm, folder)
     task, _ = build_task(c)
     result = run_experiment(c)
@@ -114,6 +115,8 @@ def main() -> None:
     p.add_argument("--sigmas", default="0,0.5,2,8", help="noise multipliers, comma-separated (0 = no DP)")
     p.add_argument("--edge-epsilons", default="",
                    help="edge_dp_epsilon values, comma-separated (randomized response; replaces --sigmas)")
+    p.add_argument("--local-graph", action="store_true",
+                   help="with --edge-epsilons: option edge_dp_local_graph (feature branch on the true intra-client edges)")
     p.add_argument("--json", type=Path, default=None)
     p.add_argument("--seeded-noise", action="store_true",
                    help="draw the noise from the run's seeded generator instead of the OS CSPRNG (same "
@@ -125,7 +128,8 @@ def main() -> None:
     edge = [float(e) for e in args.edge_epsilons.split(",") if e.strip()]
     with tempfile.TemporaryDirectory() as tmp:
         for eps in edge:
-            rows.append(measure(cfg, 0.0, args.clip, Path(tmp), secure_rng=not args.seeded_noise, edge_epsilon=eps))
+            rows.append(measure(cfg, 0.0, args.clip, Path(tmp), secure_rng=not args.seeded_noise, edge_epsilon=eps,
+                                local_graph=args.local_graph))
             print(json.dumps(rows[-1]), flush=True)
         for sigma in ([] if edge else (float(s) for s in args.sigmas.split(","))):
             rows.append(measure(cfg, sigma, args.clip, Path(tmp), secure_rng=not args.seeded_noise))
