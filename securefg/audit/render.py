@@ -96,9 +96,11 @@ def render_markdown(report: AuditReport, plots: dict[str, str] | None = None) ->
     dp = run.get("protected_run", {}).get("privacy") or {}
     dp_tags = [p["tag"] for p in report.protections if any(t.get("name", "").startswith("dp_") for t in p.get("transforms", []))]
     if dp or dp_tags:
-        L.append(f"- Differential privacy on: {', '.join(f'`{t}`' for t in dp_tags) or 'no tag'}; epsilon "
-                 f"{fmt(dp.get('epsilon'))} at delta {fmt(dp.get('delta'), 6)} (largest client-level epsilon of the run's "
-                 "accountant)")
+        named = [f"`{t}`" for t in dp_tags] + ([f"`{dp['mechanism']}`"] if dp.get("mechanism") else [])
+        L.append(f"- Differential privacy on: {', '.join(named) or 'no tag'}; epsilon "
+                 f"{fmt(dp.get('epsilon'))} at delta {fmt(dp.get('delta'), 6)} "
+                 + (f"(unit: {dp['unit']}; {dp.get('accountant', 'accountant')})" if dp.get("unit")
+                    else "(largest client-level epsilon of the run's accountant)"))
     if tm.get("description"):
         L += ["", f"> {tm['description']}"]
     L += ["", "## 1. Exposure ledger", "",
