@@ -32,6 +32,8 @@ def register(sub: Any) -> None:
     c.add_argument("--targets", default=None, help="targets file with the paper's cells (default: ../shared/reference/targets.md)")
     c.add_argument("--dry-run", action="store_true", help="list the cells (and which are finished) and stop")
     c.add_argument("--no-report", action="store_true", help="run the cells but do not write the page and plots")
+    c.add_argument("--report-only", action="store_true",
+                   help="run nothing: record finished run folders in the ledger and rewrite the page and plots")
     c.set_defaults(func=run)
 
 
@@ -40,6 +42,8 @@ def command_line(args: argparse.Namespace) -> str:
     parts = ["securefg", "reproduce", "cefgc"]
     if args.quick:
         parts.append("--quick")
+    if getattr(args, "report_only", False):
+        parts.append("--report-only")
     for flag, values in (("--seeds", args.seeds), ("--datasets", args.datasets), ("--methods", args.methods)):
         if values is not None:
             parts += [flag, *map(str, values)]
@@ -69,6 +73,11 @@ def run(args: argparse.Namespace) -> int:
         for cell in cells:
             done = finished_result(cell, args.out) or (ledger and ledger.get(cell.setting.name, cell.method.name, cell.seed))
             print(f"{cell}: {'finished' if done else 'to run'} ({cell.folder(args.out)})")
+        return 0
+    if args.report_only:
+        plots = write_report(out_root=args.out, page=args.page, command=command_line(args), paper=paper,
+                             paper_source=source, ledger=ledger)
+        print(f"wrote {args.page} and {len(plots)} plot(s); ran nothing")
         return 0
     cache = args.generator_cache or str(Path(args.out) / "generators")
     Path(args.out).mkdir(parents=True, exist_ok=True)

@@ -95,3 +95,18 @@ def test_the_committed_ledger_is_well_formed() -> None:
     data = json.loads(path.read_text())["cells"]
     assert set(data) <= keys and len(ledger) == len(data)
     assert all(0.0 <= rec["metrics"]["test_auc"] <= 1.0 and rec["source"] for rec in data.values())
+
+
+def test_report_only_runs_nothing_and_records_the_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from securefg.cli import main
+    from securefg.reproduce import cell_runner
+
+    run_cells(plan(quick=True), out_root=tmp_path / "runs", run_fn=FakeRuns(), show_progress=False)
+
+    def boom(*_: Any, **__: Any) -> None:
+        raise AssertionError("report-only must not run a cell")
+
+    monkeypatch.setattr(cell_runner, "run_cells", boom)
+    page = tmp_path / "page.md"
+    assert main(["reproduce", "cefgc", "--report-only", "--out", str(tmp_path / "runs"), "--page", str(page)]) == 0
+    assert len(CellLedger(tmp_path / "page_cells.json")) == 8 and "8 of the 280 cells" in page.read_text()
