@@ -94,7 +94,7 @@ def report_views(
     counts = EdgeDPCounts()
     intra: list[Tensor] = []
     inter: list[list[Tensor]] = [[] for _ in range(m)]  # reported (own global id, other global id)
-    blocks: list[dict[int, Tensor]] = []  # sender -> {receiver: [n_recv, n] report}
+    reports: list[dict[int, Tensor]] = []  # sender -> {receiver: (row at receiver, sender's global id)}
     for k, view in enumerate(views):
         uniform = uniform_source(seed, k)
         mine = view.nodes
@@ -114,10 +114,8 @@ def report_views(
             stats["kept"] += kept
             stats["fake"] += got.size(1) - kept
             inter[k].append(torch.stack([mine[got[0]], theirs[got[1]]]))
-            block = torch.zeros(theirs.numel(), n)
-            block[got[1], mine[got[0]]] = 1.0
-            out[other] = block
-        blocks.append(out)
+            out[other] = torch.stack([got[1], mine[got[0]]])
+        reports.append(out)
         pid = fed.client_ids[k]
         counts.per_client[pid] = stats
         counts.true_pairs += stats["true"]
@@ -126,8 +124,7 @@ def report_views(
     fed.set_round(round)
     for recv in range(1, m):
         theirs = directory.nodes_of(recv)
-        inputs = {fed.client_ids[k]: {"b": blocks[k].get(recv, torch.zeros(theirs.numel(), n))}
-                  for k in range(m) if k != recv}
+        inputs = {fed.client_ids[k]: {"b": _block(reports[k].get(recv), theirs.numel(), n)} for k in range(m) if k != recv}
         summed = fed.exchange.peer_sum(TAG_EDGE_RR, fed.client_ids[recv], inputs)["b"].double()
         inter[recv].append(_received_pairs(summed, theirs, directory, recv))
     reported = []
@@ -136,6 +133,14 @@ def report_views(
         reported.append(ClientGraphView(client_id=k, nodes=view.nodes, intra_edges=_sorted(intra[k]),
                                         inter_edges=e, inter_owner=directory.owner[e[1]]))
     return reported, counts
+
+
+def _block(pairs: Tensor | None, rows: int, n: int) -> Tensor:
+    """The dense ``[rows, n]`` 0/1 report a sender puts into the receiver's peer sum (zeros if none)."""
+    block = torch.zeros(rows, n)
+    if pairs is not None:
+        block[pairs[0], pairs[1]] = 1.0
+    return block
 
 
 def _received_pairs(summed: Tensor, theirs: Tensor, directory: NodeDirectory, recv: int) -> Tensor:
