@@ -115,11 +115,15 @@ def write_report(
 
 
 def _commands(out_root: str | Path, ledger: CellLedger | None = None) -> list[str]:
-    """The logged invocations, in first-seen order: the ledger's, then :data:`COMMAND_LOG`'s."""
+    """The logged invocations, in first-seen order: the ledger's, then :data:`COMMAND_LOG`'s (which
+    the ledger then keeps, so the page still names them once the output root is gone)."""
     log = Path(out_root) / COMMAND_LOG
-    lines = (ledger.commands if ledger is not None else []) + (
-        log.read_text(encoding="utf-8").splitlines() if log.is_file() else [])
-    return list(dict.fromkeys(x for x in lines if x.strip())) or ["(no log of invocations under the output root)"]
+    logged = [x for x in (log.read_text(encoding="utf-8").splitlines() if log.is_file() else []) if x.strip()]
+    if ledger is not None:
+        for line in logged:
+            ledger.add_command(line)
+    lines = (ledger.commands if ledger is not None else []) + logged
+    return list(dict.fromkeys(lines)) or ["(no log of invocations under the output root)"]
 
 
 def _cost_table(found: list[tuple[Cell, dict]]) -> str:

@@ -110,3 +110,14 @@ def test_report_only_runs_nothing_and_records_the_folders(tmp_path: Path, monkey
     page = tmp_path / "page.md"
     assert main(["reproduce", "cefgc", "--report-only", "--out", str(tmp_path / "runs"), "--page", str(page)]) == 0
     assert len(CellLedger(tmp_path / "page_cells.json")) == 8 and "8 of the 280 cells" in page.read_text()
+
+
+def test_logged_invocations_move_into_the_ledger(tmp_path: Path) -> None:
+    from securefg.reproduce.cefgc_report import COMMAND_LOG
+
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / COMMAND_LOG).write_text("securefg reproduce cefgc --datasets MUTAG\n\n")
+    ledger = CellLedger(tmp_path / "cells.json")
+    write_report(out_root=tmp_path / "runs", page=tmp_path / "page.md", command="x", paper={}, paper_source="none",
+                 ledger=ledger)
+    assert CellLedger(tmp_path / "cells.json").commands == ["securefg reproduce cefgc --datasets MUTAG"]
