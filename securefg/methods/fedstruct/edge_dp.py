@@ -75,7 +75,7 @@ def report_views(
     rr: EdgeRR,
     *,
     seed: int | None = None,
-    round: int = -1,
+    at_round: int = -1,
 ) -> tuple[list[ClientGraphView], EdgeDPCounts]:
     """Each client's reported view; inter-client reports travel as one ``peer_sum`` per receiver.
 
@@ -85,7 +85,7 @@ def report_views(
         directory (NodeDirectory): The public owner of every node.
         rr (EdgeRR): Reporting probabilities.
         seed (int, optional): Seeded noise for measurements; ``None`` = the OS CSPRNG.
-        round (int): The (offline) round the exchange runs in.
+        at_round (int): The (offline) round the exchange runs in.
 
     Raises:
         InvalidInputError: A received block that is not the 0/1 report of lower-id clients' pairs.
@@ -121,7 +121,7 @@ def report_views(
         counts.true_pairs += stats["true"]
         counts.kept += stats["kept"]
         counts.fake += stats["fake"]
-    fed.set_round(round)
+    fed.set_round(at_round)
     for recv in range(1, m):
         theirs = directory.nodes_of(recv)
         inputs = {fed.client_ids[k]: {"b": _block(reports[k].get(recv), theirs.numel(), n)} for k in range(m) if k != recv}

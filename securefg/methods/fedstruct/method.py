@@ -111,7 +111,7 @@ class FedStruct(Method):
         if self.settings.edge_dp is not None:  # every party computes on its reported view from here on
             used, self.edge_dp_counts = report_views(
                 fed, views, directory, self.settings.edge_dp, seed=seed if self.settings.edge_dp_seeded else None,
-                round=offline_round(1, len(self.settings.betas)))
+                at_round=offline_round(1, len(self.settings.betas)))
         for k, (pid, view, mine) in enumerate(zip(fed.client_ids, views, used, strict=True)):
             st = fed.parties[pid].state
             st.update(graph_view=view, structure_view=mine, directory=directory,
