@@ -23,7 +23,7 @@ from typing import Any
 from securefg.errors import InvalidInputError
 from securefg.experiment import RunConfig, run_experiment
 from securefg.reproduce.cefgc_cells import Cell, run_config
-from securefg.reproduce.cell_ledger import CellLedger
+from securefg.reproduce.cell_ledger import CellLedger, compact_record
 from securefg.result_summary import load_result
 
 RunFn = Callable[[RunConfig], dict[str, Any]]
@@ -43,8 +43,9 @@ class CellOutcome:
 def finished_result(cell: Cell, out_root: str | Path, ledger: CellLedger | None = None) -> dict[str, Any] | None:
     """The cell's ``result.json`` when it has one, else its ledger record, else ``None``.
 
-    A run folder's result is recorded in the ledger when the ledger lacks it, so a table built on
-    this machine and committed keeps the cell after the folder is gone.
+    A run folder's result is recorded in the ledger when the ledger lacks it or holds other
+    metrics for the cell (a rerun on this machine replaces an older record), so a table built
+    on this machine and committed keeps the cell after the folder is gone.
 
     Raises:
         InvalidInputError: The file is unreadable, or belongs to another method, dataset or seed
@@ -58,8 +59,10 @@ def finished_result(cell: Cell, out_root: str | Path, ledger: CellLedger | None 
     want = (cell.method.name, cell.setting.dataset, cell.seed)
     if got != want:
         raise InvalidInputError(f"{path} holds the run {got}, not the cell {want}; delete it or choose another --out")
-    if ledger is not None and ledger.get(cell.setting.name, cell.method.name, cell.seed) is None:
-        ledger.record(cell.setting.name, res, source=f"run folder {cell.folder(out_root)}")
+    if ledger is not None:  # the folder is this machine's run of the cell: its record wins over an older one
+        rec = ledger.get(cell.setting.name, cell.method.name, cell.seed)
+        if rec is None or rec.get("metrics") != compact_record(cell.setting.name, res, source="")["metrics"]:
+            ledger.record(cell.setting.name, res, source=f"run folder {cell.folder(out_root)}")
     return res
 
 

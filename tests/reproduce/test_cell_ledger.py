@@ -121,3 +121,15 @@ def test_logged_invocations_move_into_the_ledger(tmp_path: Path) -> None:
     write_report(out_root=tmp_path / "runs", page=tmp_path / "page.md", command="x", paper={}, paper_source="none",
                  ledger=ledger)
     assert CellLedger(tmp_path / "cells.json").commands == ["securefg reproduce cefgc --datasets MUTAG"]
+
+
+def test_a_rerun_folder_replaces_an_older_record(tmp_path: Path) -> None:
+    ledger = CellLedger(tmp_path / "cells.json")
+    ledger.record("MUTAG", {"method": "cefgc", "seed": 0, "metrics": {"test_auc": 0.971}}, source="old table")
+    run_cells(plan(quick=True), out_root=tmp_path / "runs", run_fn=FakeRuns(), show_progress=False)  # no ledger
+    measure_all(tmp_path / "runs", ledger)
+    rec = CellLedger(tmp_path / "cells.json").get("MUTAG", "cefgc", 0)
+    assert rec is not None and rec["metrics"]["test_auc"] == 0.5 and rec["source"].startswith("run folder")
+    before = (tmp_path / "cells.json").read_text()
+    measure_all(tmp_path / "runs", CellLedger(tmp_path / "cells.json"))  # same metrics: nothing rewritten
+    assert (tmp_path / "cells.json").read_text() == before
