@@ -24,7 +24,7 @@ them under fake pairs); the epsilon then no longer covers those edges, which rea
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -45,7 +45,6 @@ class EdgeDPCounts:
     true_pairs: int = 0
     kept: int = 0
     fake: int = 0
-    per_client: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 def uniform_source(seed: int | None, client: int) -> UniformSource:
@@ -101,7 +100,9 @@ def report_views(
         pairs = _local_pairs(view)
         got = respond(pairs, (view.num_nodes, view.num_nodes), rr, uniform, upper=True)
         kept = _count_common(pairs, got, view.num_nodes)
-        stats = {"true": pairs.size(1), "kept": kept, "fake": got.size(1) - kept}
+        counts.true_pairs += pairs.size(1)
+        counts.kept += kept
+        counts.fake += got.size(1) - kept
         a, b = mine[got[0]], mine[got[1]]
         intra.append(torch.cat([torch.stack([a, b]), torch.stack([b, a])], 1))
         out: dict[int, Tensor] = {}
@@ -110,17 +111,12 @@ def report_views(
             pairs = _inter_pairs(view, directory, other)
             got = respond(pairs, (view.num_nodes, theirs.numel()), rr, uniform, upper=False)
             kept = _count_common(pairs, got, theirs.numel())
-            stats["true"] += pairs.size(1)
-            stats["kept"] += kept
-            stats["fake"] += got.size(1) - kept
+            counts.true_pairs += pairs.size(1)
+            counts.kept += kept
+            counts.fake += got.size(1) - kept
             inter[k].append(torch.stack([mine[got[0]], theirs[got[1]]]))
             out[other] = torch.stack([got[1], mine[got[0]]])
         reports.append(out)
-        pid = fed.client_ids[k]
-        counts.per_client[pid] = stats
-        counts.true_pairs += stats["true"]
-        counts.kept += stats["kept"]
-        counts.fake += stats["fake"]
     fed.set_round(at_round)
     for recv in range(1, m):
         theirs = directory.nodes_of(recv)
