@@ -46,6 +46,13 @@ class EdgeDPCounts:
     kept: int = 0
     fake: int = 0
 
+    def record(self, true: Tensor, reported: Tensor, cols: int) -> None:
+        """Count one block: its true pairs, the ones the report kept, and the fakes it added."""
+        kept = _count_common(true, reported, cols)
+        self.true_pairs += true.size(1)
+        self.kept += kept
+        self.fake += reported.size(1) - kept
+
 
 def uniform_source(seed: int | None, client: int) -> UniformSource:
     """The OS CSPRNG, or (``seed`` given: measurements only) a per-client seeded source."""
@@ -99,10 +106,7 @@ def report_views(
         mine = view.nodes
         pairs = _local_pairs(view)
         got = respond(pairs, (view.num_nodes, view.num_nodes), rr, uniform, upper=True)
-        kept = _count_common(pairs, got, view.num_nodes)
-        counts.true_pairs += pairs.size(1)
-        counts.kept += kept
-        counts.fake += got.size(1) - kept
+        counts.record(pairs, got, view.num_nodes)
         a, b = mine[got[0]], mine[got[1]]
         intra.append(torch.cat([torch.stack([a, b]), torch.stack([b, a])], 1))
         out: dict[int, Tensor] = {}
@@ -110,10 +114,7 @@ def report_views(
             theirs = directory.nodes_of(other)
             pairs = _inter_pairs(view, directory, other)
             got = respond(pairs, (view.num_nodes, theirs.numel()), rr, uniform, upper=False)
-            kept = _count_common(pairs, got, theirs.numel())
-            counts.true_pairs += pairs.size(1)
-            counts.kept += kept
-            counts.fake += got.size(1) - kept
+            counts.record(pairs, got, theirs.numel())
             inter[k].append(torch.stack([mine[got[0]], theirs[got[1]]]))
             out[other] = torch.stack([got[1], mine[got[0]]])
         reports.append(out)
