@@ -1,9 +1,17 @@
-"""``securefg.methods.training``: the stopping rule CeFGC's clients train with."""
+"""``securefg.methods.training``: the stopping rule CeFGC's clients train with; the sparse adjacency."""
 
 import torch
 
-from securefg.data.synthetic import make_graph_classification
-from securefg.methods.training import state_of, train_graphs_until_stall
+from securefg.data.synthetic import make_csbm, make_graph_classification
+from securefg.methods.training import (
+    evaluate_node,
+    propagation_index,
+    state_of,
+    train_graphs_until_stall,
+    train_node_epochs,
+    with_sparse_adjacency,
+)
+from securefg.models.gcn import GCN
 from securefg.models.gin import GIN
 
 
@@ -30,3 +38,26 @@ def test_monitor_stops_after_patience_and_restores_its_best_epoch() -> None:
     assert all(torch.equal(now[k], states[2][k]) for k in now)  # back at epoch 3
     assert not all(torch.equal(now[k], states[4][k]) for k in now)  # not left at the last epoch
 
+
+
+def test_sparse_adjacency_gives_the_edge_list_forward_and_trains() -> None:
+    data = make_csbm(num_nodes=60, num_classes=3, num_features=8, p_in=0.2, p_out=0.02, seed=0)
+    sparse = with_sparse_adjacency(data)
+    assert "adj_t" not in data and sparse.adj_t.layout == torch.sparse_csr
+    assert tuple(sparse.adj_t.shape) == (60, 60) and sparse.adj_t._nnz() == data.edge_index.size(1)
+    assert with_sparse_adjacency(sparse) is sparse
+    assert propagation_index(data) is data.edge_index and propagation_index(sparse) is sparse.adj_t
+    torch.manual_seed(0)
+    model = GCN(8, 3, hidden_channels=16).eval()
+    with torch.no_grad():
+        assert torch.allclose(model(data.x, data.edge_index), model(data.x, sparse.adj_t), atol=1e-6)
+    # an asymmetric edge list keeps its direction (adj_t is the transpose, PyG's convention)
+    directed = data.clone()
+    directed.edge_index = data.edge_index[:, data.edge_index[0] < data.edge_index[1]]
+    with torch.no_grad():
+        assert torch.allclose(model(directed.x, directed.edge_index),
+                              model(directed.x, with_sparse_adjacency(directed).adj_t), atol=1e-6)
+    opt = torch.optim.Adam(model.parameters(), lr=0.02)
+    before = evaluate_node(model, sparse)["train_acc"]
+    train_node_epochs(model, opt, sparse, 30)
+    assert evaluate_node(model, sparse)["train_acc"] > before

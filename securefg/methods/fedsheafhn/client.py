@@ -14,7 +14,7 @@ import torch
 from torch_geometric.data import Data
 
 from securefg.errors import InvalidInputError
-from securefg.methods.training import train_node_epochs
+from securefg.methods.training import propagation_index, train_node_epochs
 from securefg.models.gcn import GCN
 
 #: Parameter-name prefixes the hypernetwork generates (both GCN layers, weights and biases).
@@ -34,7 +34,7 @@ def client_embedding(model: GCN, data: Data, *, normalize: bool = True) -> torch
     only, and DP clipping at norm 1 then loses nothing (a sensitivity tight by construction).
     """
     model.eval()
-    x = model.embed(data.x, data.edge_index).mean(dim=0).double().cpu()
+    x = model.embed(data.x, propagation_index(data)).mean(dim=0).double().cpu()
     norm = torch.linalg.vector_norm(x)
     return x / norm if normalize and norm > 0 else x
 

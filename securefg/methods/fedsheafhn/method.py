@@ -45,7 +45,7 @@ from securefg.methods.fedsheafhn.client import (
 )
 from securefg.methods.fedsheafhn.server import FEEDBACK_SIGNS, HN_LR_SCHEDULES, HN_OPTIMIZERS, SheafHNServer
 from securefg.methods.tasks import NodeTask
-from securefg.methods.training import TrainConfig, evaluate_node, train_node_epochs
+from securefg.methods.training import TrainConfig, evaluate_node, train_node_epochs, with_sparse_adjacency
 from securefg.models.gcn import GCN
 from securefg.protocol.mechanism import ExchangeKind
 
@@ -193,7 +193,7 @@ class FedSheafHN(Method):
         assert isinstance(self.task, NodeTask)
         dev = self.config.device
         for k, client in enumerate(fed.clients):
-            client.state["data"] = self.task.clients[k].to(dev)
+            client.state["data"] = with_sparse_adjacency(self.task.clients[k]).to(dev)
             client.state["model"] = self.make_model()
             client.state["optimizer"] = self.optimizer_for(client.state["model"])
         o = self.options
