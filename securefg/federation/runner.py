@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -191,12 +192,17 @@ class RoundRunner:
 class _progress:
     """A rich progress bar (or nothing) that shows the latest mean validation score."""
 
+    #: Seconds between plain progress lines when stderr is not a terminal.
+    LINE_EVERY_S = 30.0
+
     def __init__(self, enabled: bool, total: int, start: int, name: str) -> None:
         self.enabled, self.total, self.start, self.name = enabled, total, start, name
 
     def __enter__(self) -> Any:
         if not self.enabled:
             return lambda r, m: None
+        if not sys.stderr.isatty():
+            return self._lines()
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         self._p = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -210,6 +216,26 @@ class _progress:
 
         return update
 
+    def _lines(self) -> Any:
+        """Redirected stderr (nohup, CI, a log file): rich draws nothing there, so write a plain
+        line at most every ``LINE_EVERY_S`` seconds and at the last round."""
+        t0 = last = time.monotonic()
+        done = self.start
+
+        def update(r: int, m: dict[str, Any]) -> None:
+            nonlocal last
+            now = time.monotonic()
+            if now - last < self.LINE_EVERY_S and r + 1 < self.total:
+                return
+            last = now
+            v = m.get("mean_val")
+            per_round = (now - t0) / max(r + 1 - done, 1)
+            val = f" val={v:.4f}" if isinstance(v, float) else ""
+            print(f"{self.name}: round {r + 1}/{self.total}{val} ({per_round:.1f} s/round)", file=sys.stderr,
+                  flush=True)
+
+        return update
+
     def __exit__(self, *exc: object) -> None:
-        if self.enabled:
+        if self.enabled and hasattr(self, "_p"):
             self._p.stop()

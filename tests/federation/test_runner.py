@@ -151,3 +151,16 @@ def test_patience_needs_a_server_side_validation_score() -> None:
     with pytest.raises(ConfigError, match="no validation score to the server"):
         RoundRunner(method, Federation(3, ProtocolStack.load("plaintext"), seed=0), rounds=2, patience=1)
     RoundRunner(method, Federation(3, ProtocolStack.load("plaintext"), seed=0), rounds=2, patience=0)
+
+
+def test_redirected_stderr_gets_plain_progress_lines(capsys, monkeypatch):
+    from securefg.federation import runner as runner_module
+
+    monkeypatch.setattr(runner_module._progress, "LINE_EVERY_S", 0.0)
+    method = _Scripted([0.1, 0.5, 0.4])
+    fed = Federation(3, ProtocolStack.load("plaintext"), seed=0)
+    RoundRunner(method, fed, rounds=3, progress=True).run()
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if "round" in ln]
+    assert [ln.split(" (")[0] for ln in lines] == [
+        "scripted: round 1/3 val=0.1000", "scripted: round 2/3 val=0.5000", "scripted: round 3/3 val=0.4000"]
+    assert all(ln.endswith(" s/round)") for ln in lines)
