@@ -104,7 +104,8 @@ class FedSheafHN(Method):
             zero, so every round erases the generated weights the client's data does not touch.
             Measured, seed 42: ``0`` left Computers at 70.2% after 9 rounds (5e-4: 67.15%, stuck)
             and collapsed Cora (feedback norm -> 1, 71% by round 20, vs 85.4% with 5e-4).
-            (default: ``5e-4``)
+            Computers wants 1e-4 here and in ``--weight-decay``: with 5e-4 three of its ten
+            clients stay at their majority class (docs/fedsheafhn.md). (default: ``5e-4``)
         standardize (bool): The server z-scores the embeddings over clients before diffusion
             (:class:`.server.SheafHNServer`). (default: ``true``)
         warm_start (str): Where the generated weights start. ``"init"``: the standard GCN
