@@ -71,7 +71,7 @@ def proximal_term(model: nn.Module, anchor: Mapping[str, torch.Tensor], mu: floa
 
 
 def with_sparse_adjacency(data: Data) -> Data:
-    """A shallow copy of ``data`` that also carries ``adj_t``, its adjacency as a sparse CSR matrix.
+    """A copy of ``data`` (``Data.clone``) that also carries ``adj_t``, its adjacency as a sparse CSR matrix.
 
     Why: PyG's GCNConv on a CSR adjacency runs one sparse matmul instead of an edge-wise gather
     and scatter, 2-3x faster per full-batch epoch on CPU for Computers-sized client graphs, with

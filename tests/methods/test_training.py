@@ -39,7 +39,6 @@ def test_monitor_stops_after_patience_and_restores_its_best_epoch() -> None:
     assert not all(torch.equal(now[k], states[4][k]) for k in now)  # not left at the last epoch
 
 
-
 def test_sparse_adjacency_gives_the_edge_list_forward_and_trains() -> None:
     data = make_csbm(num_nodes=60, num_classes=3, num_features=8, p_in=0.2, p_out=0.02, seed=0)
     sparse = with_sparse_adjacency(data)
