@@ -23,6 +23,7 @@ from securefg.reproduce.cefgc_table import (
 )
 from securefg.reproduce.cell_ledger import CellLedger
 from securefg.reproduce.cell_runner import finished_result
+from securefg.reproduce.dataset_breakdown import CHANCE, dataset_breakdown
 
 #: Every invocation's command, one a line, under the output root (the page names them all).
 COMMAND_LOG = "commands.txt"
@@ -100,6 +101,15 @@ def write_report(
         "",
         ("This run measures the cells only; what was measured about why CeFGC falls short on PROTEINS and the "
         "other sets is in `docs/cefgc.md` (\"Why PROTEINS stays below 0.85\", generator quality, synthetic ratio)."),
+        "",
+        "## Inside the multi-dataset settings",
+        "",
+        ("A multi-dataset setting scores the mean of its datasets' AUCs. Per dataset, the global model's test AUC "
+         f"(mean ± std over seeds); \"below chance\" counts the (seed, dataset) pairs under {CHANCE}; the clients' own "
+         "models are the one-shot methods' local GINs before the single average; the global validation AUC is the "
+         "global model on the clients' pooled validation graphs. The central GIN reports no per-dataset AUC."),
+        "",
+        dataset_breakdown(found, settings=SETTINGS, methods=METHODS) or "No multi-dataset cell is finished.",
         "",
         "## Plots",
         "",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,8 +20,9 @@ from typing import Any
 
 from securefg.errors import InvalidInputError
 
-#: Metrics a record keeps (everything the table, the targets and the cost table read).
-KEPT_METRICS = ("test_auc", "final_test_auc", "test_acc", "final_test_acc", "best_round", "val_auc", "val_acc")
+#: Metrics a record keeps (everything the table, the targets, the per-dataset breakdown and the cost table read).
+KEPT_METRICS = ("test_auc", "final_test_auc", "test_acc", "final_test_acc", "best_round", "val_auc", "val_acc",
+                "test_auc_by_dataset", "global_val_auc", "mean_client_test_auc")
 #: Top-level result keys a record keeps.
 KEPT_KEYS = ("method", "seed", "device", "wall_seconds")
 
@@ -35,11 +37,20 @@ def compact_record(setting: str, result: Mapping[str, Any], *, source: str) -> d
     metrics = result.get("metrics") or {}
     rec: dict[str, Any] = {k: result[k] for k in KEPT_KEYS if k in result}
     rec["config"] = {"dataset": (result.get("config") or {}).get("dataset")}
-    rec["metrics"] = {k: metrics[k] for k in KEPT_METRICS if k in metrics}
+    rec["metrics"] = {k: _finite(metrics[k]) for k in KEPT_METRICS if k in metrics}
     rec["setting"] = setting
     rec["source"] = source
     rec["recorded"] = _dt.date.today().isoformat()
     return rec
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with NaN/inf numbers as ``None`` (strict JSON, and a record compares equal to itself)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {k: _finite(v) for k, v in value.items()}
+    return value
 
 
 class CellLedger:

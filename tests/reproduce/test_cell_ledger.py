@@ -133,3 +133,16 @@ def test_a_rerun_folder_replaces_an_older_record(tmp_path: Path) -> None:
     before = (tmp_path / "cells.json").read_text()
     measure_all(tmp_path / "runs", CellLedger(tmp_path / "cells.json"))  # same metrics: nothing rewritten
     assert (tmp_path / "cells.json").read_text() == before
+
+
+def test_per_dataset_metrics_are_kept_and_non_finite_values_stored_as_null(tmp_path: Path) -> None:
+    ledger = CellLedger(tmp_path / "cells.json")
+    res = {"method": "cefgc", "seed": 0, "config": {"dataset": "Social"},
+           "metrics": {"test_auc": 0.6, "test_auc_by_dataset": {"IMDB-BINARY": 0.45, "IMDB-MULTI": float("nan")},
+                       "mean_client_test_auc": 0.69, "global_val_auc": float("nan"), "per_client": {}}}
+    ledger.record("Social", res, source="test")
+    text = (tmp_path / "cells.json").read_text()
+    assert "NaN" not in text  # strict JSON
+    rec = json.loads(text)["cells"][cell_key("Social", "cefgc", 0)]
+    assert rec["metrics"] == {"test_auc": 0.6, "test_auc_by_dataset": {"IMDB-BINARY": 0.45, "IMDB-MULTI": None},
+                              "mean_client_test_auc": 0.69, "global_val_auc": None}
