@@ -47,8 +47,8 @@ def real_owner_mean(states: Mapping[str, State], real: Mapping[str, torch.Tensor
         payload[OWNERS_KEY] = side[OWNERS_KEY]
         total = payload if total is None else {k: total[k] + payload[k] for k in total}
     assert total is not None
-    dtype = next(iter(states.values()))
-    return {k: v.to(dtype[k].dtype) for k, v in owner_mean(total, groups).items()}
+    like = next(iter(states.values()))  # owner_mean works in float64; give back the models' dtypes
+    return {k: v.to(like[k].dtype) for k, v in owner_mean(total, groups).items()}
 
 
 def breakdown(method: Any, fed: Any) -> dict[str, Any]:
