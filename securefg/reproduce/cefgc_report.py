@@ -74,7 +74,8 @@ def write_report(
          f"Device(s): {', '.join(devices)}; summed run time {wall / 60:.1f} min."),
         "",
         ("The full table is `securefg reproduce cefgc` (a rerun runs only the unfinished cells). "
-         "Invocations that produced these cells, in order:"),
+         "The invocations logged while these cells were made, in order (each ran the unfinished cells it named; "
+         "one stopped early may have finished none):"),
         "",
         *(f"* `{c}`" for c in _commands(out_root, ledger)),
         "",
