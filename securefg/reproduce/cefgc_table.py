@@ -61,8 +61,17 @@ def collect(results: Iterable[tuple[Cell, Mapping[str, Any]]]) -> Measurements:
     return out
 
 
+def mean_std(values: Sequence[float]) -> str:
+    """``"mean ± std"`` to three places (the mean alone for one value, ``"—"`` for none)."""
+    if not values:
+        return "—"
+    if len(values) == 1:
+        return f"{values[0]:.3f}"
+    return f"{statistics.fmean(values):.3f} ± {statistics.stdev(values):.3f}"
+
+
 def _fmt(m: Measured) -> str:
-    return f"{m.mean():.3f}" if len(m.best) == 1 else f"{m.mean():.3f} ± {m.std():.3f}"
+    return mean_std(list(m.best.values()))
 
 
 def comparison_table(
@@ -144,5 +153,5 @@ def shortfalls(measured: Measurements, paper: Mapping[tuple[str, str], float], *
     return "\n".join(items)
 
 
-__all__ = ["MUTAG_FLOOR", "PROTEINS_GAP", "SHORTFALL", "Measured", "Measurements", "collect", "comparison_table",
+__all__ = ["MUTAG_FLOOR", "PROTEINS_GAP", "SHORTFALL", "Measured", "Measurements", "collect", "comparison_table", "mean_std",
            "mutag_check", "proteins_target", "shortfalls"]

@@ -9,22 +9,14 @@ validation graphs, which shows a collapse without the test set).
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from securefg.reproduce.cefgc_cells import Cell, MethodSpec, Setting
+from securefg.reproduce.cefgc_table import mean_std
 
 #: Below this a dataset's AUC is counted as worse than chance.
 CHANCE = 0.5
-
-
-def _mean_std(values: Sequence[float]) -> str:
-    if not values:
-        return "—"
-    if len(values) == 1:
-        return f"{values[0]:.3f}"
-    return f"{statistics.fmean(values):.3f} ± {statistics.stdev(values):.3f}"
 
 
 def _number(metrics: Mapping[str, Any], key: str) -> float | None:
@@ -63,8 +55,8 @@ def dataset_breakdown(
             below = sum(v < CHANCE for values in per.values() for v in values)
             own = [v for r in runs if (v := _number(r, "mean_client_test_auc")) is not None]
             val = [v for r in runs if (v := _number(r, "global_val_auc")) is not None]
-            lines.append(f"| {label} | {len(runs)} | " + " | ".join(_mean_std(per[d]) for d in names)
-                         + f" | {below} | {_mean_std(own)} | {_mean_std(val)} |")
+            lines.append(f"| {label} | {len(runs)} | " + " | ".join(mean_std(per[d]) for d in names)
+                         + f" | {below} | {mean_std(own)} | {mean_std(val)} |")
         blocks.append(f"**{s.name}**\n\n" + "\n".join(lines))
     return "\n\n".join(blocks)
 
