@@ -16,7 +16,11 @@ after 30 without a training-loss decrease):
   (client, class) units, as CeFGC splits them over received models), real features and sizes,
   no node cap; the GINs are averaged once. This is CeFGC with ideal generators. It is not an
   upper bound: on MUTAG, CeFGC's own synthetic graphs score higher than these exact copies
-  (seeds 0-4: 0.914 against 0.814).
+  (seeds 0-4: 0.914 against 0.814). ``--perfect-features real degree pairwise`` also runs the
+  exact structures with their node features redrawn as CeFGC's receivers draw them, from the
+  senders' per-degree table (column ``perfect-degree``) or with the pairwise model
+  (``perfect-pairwise``; ``--option feature_model=pairwise``), each table fitted on the sender's
+  graphs of that class.
 * **central + CeFGC's synthetic graphs** (``--cefgc-synthetic DIR``): runs CeFGC itself
   (plaintext stack, generators trained into or loaded from the cache folder DIR), then trains one
   GIN on the pooled real training graphs plus every client's synthetic graphs: everything CeFGC's
@@ -41,6 +45,7 @@ ones for central) and restores the best epoch, instead of the paper's training-l
 Usage::
 
     python examples/graph_oneshot_ceiling.py [--dataset PROTEINS] [--clients 3] [--seeds 0 1 2 3 4] [--perfect]
+        [--perfect-features real degree pairwise]
         [--pooling sum|mean] [--stop train-loss|val-loss] [--lr 1e-3] [--cefgc-synthetic DIR]
 """
 
@@ -60,7 +65,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from securefg.experiment import RunConfig, run_experiment
 from securefg.experiment_data import build_task, default_train_config
 from securefg.methods.base import MethodConfig
+from securefg.methods.cefgc import CeFGC
 from securefg.methods.cefgc.generators import allocation
+from securefg.methods.cefgc.node_features import NodeFeatureTable
 from securefg.methods.head_owners import owned_groups, owner_mean, owner_payload
 from securefg.methods.tasks import GraphTask
 from securefg.methods.training import (
@@ -100,8 +107,10 @@ def auc(model: torch.nn.Module, task: GraphTask) -> float:
     return evaluate_graphs(model, task.global_test, task.num_classes, CPU, groups=task.label_groups)["auc"]
 
 
-def perfect_synthetic(task: GraphTask, k: int, seed: int) -> list:
-    """Client k's synthetic set if every received generator reproduced its sender's class exactly."""
+def perfect_synthetic(task: GraphTask, k: int, seed: int, features: str = "real") -> list:
+    """Client k's synthetic set if every received generator reproduced its sender's class exactly;
+    ``features`` ``"degree"`` or ``"pairwise"`` redraws their node features from the sender's
+    class table as CeFGC's receivers do (the same graphs are drawn whatever ``features`` is)."""
     units = []
     for j in range(task.num_clients):
         if j == k:
@@ -112,8 +121,13 @@ def perfect_synthetic(task: GraphTask, k: int, seed: int) -> list:
         units.extend(by_class[c] for c in sorted(by_class))
     gen = torch.Generator().manual_seed(seed * 7919 + k)
     out = []
-    for pool, count in zip(units, allocation(len(units), len(task.train[k])), strict=True):
-        out.extend(pool[int(i)] for i in torch.randint(len(pool), (count,), generator=gen))
+    for u, (pool, count) in enumerate(zip(units, allocation(len(units), len(task.train[k])), strict=True)):
+        drawn = [pool[int(i)] for i in torch.randint(len(pool), (count,), generator=gen)]
+        if features != "real":
+            table = NodeFeatureTable.fit(pool, [0] * len(pool), num_rows=1, max_degree=CeFGC.option_defaults["max_nodes"] - 1,
+                                         width=task.num_features, edges=features == "pairwise")
+            drawn = table.featurize(drawn, [0] * len(drawn), generator=torch.Generator().manual_seed(seed * 7919 + k * 1009 + u))
+        out.extend(drawn)
     return out
 
 
@@ -133,7 +147,7 @@ def one_shot_average(states: list[dict], w0: torch.nn.Module, task: GraphTask, t
 def one_seed(dataset: str, clients: int, seed: int, root: str | None, head_average: str = "owners",
              perfect: bool = False, pooling: str = MethodConfig.graph_pooling, stop: str = "train-loss",
              lr: float | None = None, cefgc_synthetic: str | None = None,
-             fidelity: tuple[str, list[str]] | None = None) -> dict[str, float]:
+             fidelity: tuple[str, list[str]] | None = None, perfect_features: tuple[str, ...] = ("real",)) -> dict[str, float]:
     options = {} if head_average == "owners" else {"head_average": head_average}  # owners: the default
     cfg = RunConfig(method="cefgc", dataset=dataset, clients=clients, seed=seed, data_root=root, options=options)
     task, _ = build_task(cfg)
@@ -149,11 +163,12 @@ def one_seed(dataset: str, clients: int, seed: int, root: str | None, head_avera
     central = fit(copy.deepcopy(w0), [g for k in range(K) for g in task.train[k]], cfg, task, seed, pooled_val, lr)
     row = {"central": auc(central, task), "one-shot": auc(average, task),
            "local": statistics.mean(auc(m, task) for m in locals_)}
-    if perfect:
-        sets = [list(task.train[k]) + perfect_synthetic(task, k, seed) for k in range(K)]
+    for features in perfect_features if perfect else ():
+        sets = [list(task.train[k]) + perfect_synthetic(task, k, seed, features) for k in range(K)]
         fitted = [fit(copy.deepcopy(w0), sets[k], cfg, task, seed * 7919 + k, task.val[k] if on_val else None, lr)
                   for k in range(K)]
-        row["perfect"] = auc(one_shot_average([state_of(m) for m in fitted], w0, task, sets), task)
+        column = "perfect" if features == "real" else f"perfect-{features}"
+        row[column] = auc(one_shot_average([state_of(m) for m in fitted], w0, task, sets), task)
     if cefgc_synthetic is not None:
         row["cefgc"], synthetic = cefgc_run(cfg, pooling, cefgc_synthetic)
         real = [g for k in range(K) for g in task.train[k]]
@@ -190,6 +205,9 @@ def main() -> None:
                    help="several datasets: average each head over its dataset's clients (owners) or all clients")
     p.add_argument("--perfect", action="store_true",
                    help="also run CeFGC with perfect generators (synthetic graphs drawn from the senders' real graphs)")
+    p.add_argument("--perfect-features", nargs="+", choices=("real", "degree", "pairwise"), default=["real"],
+                   help="with --perfect: the synthetic graphs' node features, real or redrawn as CeFGC's receivers "
+                        "draw them (per-degree table, or the pairwise model); one column each")
     p.add_argument("--pooling", choices=("sum", "mean"), default=MethodConfig.graph_pooling,
                    help="GIN readout: sum (GCFL's code, the runs' default) or mean (the paper's prose)")
     p.add_argument("--stop", choices=("train-loss", "val-loss"), default="train-loss",
@@ -207,7 +225,8 @@ def main() -> None:
     fidelity = (args.label_fidelity[0], args.label_fidelity[1:]) if args.label_fidelity else None
     torch.set_num_threads(args.threads)
     rows = []
-    columns = ["central", "one-shot", "local"] + (["perfect"] if args.perfect else [])
+    columns = ["central", "one-shot", "local"]
+    columns += [("perfect" if f == "real" else f"perfect-{f}") for f in args.perfect_features] if args.perfect else []
     columns += ["cefgc", "central+syn"] if args.cefgc_synthetic else []
     columns += [c for v in (fidelity[1] if fidelity else []) for c in (v, f"fid-{v}")]
     lr = f", lr {args.lr:g}" if args.lr else ""
@@ -216,7 +235,7 @@ def main() -> None:
     print("seed  " + "  ".join(f"{c:>8}" for c in columns))
     for s in args.seeds:
         r = one_seed(args.dataset, args.clients, s, args.data_root, args.head_average, args.perfect, args.pooling,
-                     args.stop, args.lr, args.cefgc_synthetic, fidelity)
+                     args.stop, args.lr, args.cefgc_synthetic, fidelity, tuple(args.perfect_features))
         rows.append(r)
         print(f"{s:>4}  " + "  ".join(f"{r[c]:>8.4f}" for c in columns), flush=True)
     print("mean  " + "  ".join(f"{statistics.mean(r[c] for r in rows):>8.4f}" for c in columns))

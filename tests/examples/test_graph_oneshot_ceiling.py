@@ -96,3 +96,14 @@ def test_cefgc_synthetic_column_trains_central_on_real_plus_every_clients_synthe
     assert fits[-1] == 2 * n_real  # the central+syn fit: all real plus all synthetic graphs
     assert set(row) == {"central", "one-shot", "local", "cefgc", "central+syn"}
     assert any(cache.iterdir())  # generators cached for the next seed or run
+
+
+def test_redrawn_features_keep_the_drawn_structures(load_example) -> None:
+    example, task = load_example("graph_oneshot_ceiling"), _task()
+    real = example.perfect_synthetic(task, 0, seed=0)
+    for features in ("degree", "pairwise"):
+        redrawn = example.perfect_synthetic(task, 0, seed=0, features=features)
+        assert [torch.equal(a.edge_index, b.edge_index) and int(a.y) == int(b.y) for a, b in zip(real, redrawn, strict=True)] \
+            == [True] * len(real)
+        # one-hot degree features: the sender's table maps every degree to its own column, so the redraw is exact
+        assert all(torch.equal(g.x, r.x) for g, r in zip(redrawn, real, strict=True))

@@ -148,6 +148,17 @@ def test_he_run_equals_the_plaintext_run_up_to_ckks_error(he_run: Run, plain_plu
     assert abs(he_run.summary["test_auc"] - plain_plus_run.summary["test_auc"]) <= 0.01
 
 
+def test_pairwise_feature_tables_travel_under_ckks_and_the_run_equals_the_plaintext_run() -> None:
+    he, plain = (_run("cefgc_plus", stack, feature_model="pairwise") for stack in ("cefgc_plus", "plaintext"))
+    for run in (he, plain):
+        for client in run.fed.clients:
+            own = client.state["own_package"]
+            present = [s for s in range(2) if float(own[f"s{s}/presence"]) > 0]
+            assert present and all(float(own[f"s{s}/edge_features"].sum()) == pytest.approx(1.0, abs=1e-6) for s in present)
+    a, b = state_of(he.fed.server.state["model"]), state_of(plain.fed.server.state["model"])
+    assert max(float((a[k] - b[k]).abs().max()) for k in a) < 1e-4
+
+
 def test_ckks_aggregate_equals_the_plaintext_mean() -> None:
     g = torch.Generator().manual_seed(0)
     inputs = {f"client/{k}": {"w": torch.randn(40, 30, generator=g), "b": torch.randn(30, generator=g)} for k in range(3)}
@@ -303,6 +314,7 @@ def test_cached_models_serve_other_sampling_settings_without_retraining(tmp_path
     ("langevin_steps", 0, "LangevinParams is invalid"),
     ("dp_epsilon", -1.0, "dp_epsilon must be finite and >= 0"),
     ("mix_peers", 0, "mix_peers must be >= 1"),
+    ("feature_model", "gaussian", "feature_model must be 'degree' or 'pairwise'"),
 ])
 def test_bad_options_are_refused_when_the_method_is_built(option: str, value: Any, message: str) -> None:
     with pytest.raises(ConfigError, match=message):

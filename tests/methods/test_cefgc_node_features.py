@@ -79,3 +79,81 @@ def test_tables_cross_both_package_forms_and_average_presence_weighted() -> None
 
 def test_degrees_count_each_undirected_edge_once_per_end() -> None:
     assert node_degrees(_star(3, 0, 0)).tolist() == [3, 1, 1, 1]
+
+
+def _ring(n: int, cat: int, width: int = 3) -> Data:
+    """A cycle of ``n`` nodes that all have category ``cat`` (every degree is 2)."""
+    src = torch.arange(n)
+    dst = (src + 1) % n
+    return Data(x=torch.nn.functional.one_hot(torch.full((n,), cat), width).float(),
+                edge_index=torch.cat([torch.stack([src, dst]), torch.stack([dst, src])], 1), y=torch.tensor([0]), num_nodes=n)
+
+
+def _edge_agreement(graphs: list[Data]) -> float:
+    cats = [g.x.argmax(1) for g in graphs]
+    same = [float((c[g.edge_index[0]] == c[g.edge_index[1]]).float().mean()) for c, g in zip(cats, graphs, strict=True)]
+    return sum(same) / len(same)
+
+
+def test_pairwise_table_keeps_neighbouring_categories_together() -> None:
+    graphs = [_ring(12, k % 2) for k in range(20)]  # degree says nothing; neighbours always agree
+    node_only = NodeFeatureTable.fit(graphs, [0] * 20, num_rows=1, max_degree=9, width=3)
+    pairwise = NodeFeatureTable.fit(graphs, [0] * 20, num_rows=1, max_degree=9, width=3, edges=True)
+    assert node_only.edge_probs is None and torch.equal(pairwise.probs, node_only.probs)
+    assert float(pairwise.edge_probs.sum()) == pytest.approx(1.0) and float(pairwise.edge_probs[0, 0, 1]) == 0.0
+    bare = [_ring(12, 2)] * 40
+    drawn = {name: t.featurize(bare, [0] * 40, generator=torch.Generator().manual_seed(3))
+             for name, t in (("node", node_only), ("pairwise", pairwise))}
+    assert 0.35 < _edge_agreement(drawn["node"]) < 0.65  # independent fair draws: agree half the time
+    assert _edge_agreement(drawn["pairwise"]) > 0.9
+    # both categories still occur, and never the one the sender's graphs never had
+    cats = torch.cat([g.x.argmax(1) for g in drawn["pairwise"]])
+    assert set(cats.tolist()) == {0, 1}
+
+
+def test_pairwise_draw_keeps_one_hot_degree_features_exact() -> None:
+    from securefg.data.synthetic import make_graph_classification
+
+    graphs = degree_features(make_graph_classification(num_graphs=30, num_classes=3, seed=4), 12)
+    table = NodeFeatureTable.fit(graphs, [0] * 30, num_rows=1, max_degree=15, width=13, edges=True)
+    bare = [Data(edge_index=g.edge_index, y=g.y, num_nodes=g.num_nodes) for g in graphs]
+    redrawn = table.featurize(bare, [0] * 30, generator=torch.Generator().manual_seed(0))
+    assert all(torch.equal(a.x, b.x) for a, b in zip(redrawn, graphs, strict=True))
+
+
+def test_noisy_pairwise_fit_releases_two_distributions() -> None:
+    graphs = [_ring(12, k % 2) for k in range(20)]
+    t = NodeFeatureTable.fit(graphs, [0] * 20, num_rows=1, max_degree=9, width=3, edges=True, noise_std=0.5,
+                             generator=torch.Generator().manual_seed(0))
+    assert float(t.probs.sum()) == pytest.approx(1.0) and float(t.edge_probs.sum()) == pytest.approx(1.0)
+    assert float(t.edge_probs[0, 0, 2]) > 0  # noise reaches cells no graph filled
+
+
+def test_bad_edge_tables_are_refused() -> None:
+    with pytest.raises(InvalidInputError, match="edge feature table has shape"):
+        NodeFeatureTable(torch.ones(1, 4, 3), torch.ones(1, 3, 2))
+    with pytest.raises(InvalidInputError, match="edge feature table entries"):
+        NodeFeatureTable(torch.ones(1, 4, 3), torch.full((1, 3, 3), -1.0))
+    with pytest.raises(InvalidInputError, match="carries no edge frequencies"):
+        NodeFeatureTable(torch.ones(1, 4, 3)).log_association(0)
+
+
+def test_edge_tables_cross_both_package_forms() -> None:
+    arch = Architecture(EDPScoreConfig(), DEFAULT_SIGMAS, 10, 2, False, feature_width=3, feature_edges=True)
+    a0, b0 = (arch.new_model(class_label=0, init_seed=s) for s in (1, 2))
+    for m, n in ((a0, 4), (b0, 6)):
+        m.node_count_hist[0, n] = 3
+    ta, tb = (NodeFeatureTable.fit([_star(k, h, 0)], [0], num_rows=1, max_degree=9, width=3, edges=True)
+              for k, h in ((3, 1), (5, 2)))
+    exact = unpack_exact_generators(pack_exact({0: a0}, {0: ta}))
+    assert torch.equal(exact[0].features.edge_probs, ta.edge_probs)
+    pa, pb = pack_dense({0: a0}, arch, {0: ta}), pack_dense({0: b0}, arch, {0: tb})
+    mix = unpack_dense_generators({k: (pa[k] + pb[k]) / 2 for k in pa}, arch)
+    assert torch.allclose(mix[0].features.edge_probs, (ta.edge_probs + tb.edge_probs) / 2, atol=1e-7)
+    with pytest.raises(InvalidInputError, match="edge-feature table"):
+        pack_dense({0: a0}, arch, {0: NodeFeatureTable(ta.probs)})
+    with pytest.raises(InvalidInputError, match="without x0/node_features"):
+        unpack_exact_generators({**{k: v for k, v in pack_exact({0: a0}, {0: ta}).items() if k != "x0/node_features"}})
+    wrong = dict(pa, **{"s0/edge_features": torch.ones(1, 2, 3)})
+    with pytest.raises(InvalidInputError, match="s0/edge_features has shape"):
+        unpack_dense_generators(wrong, arch)

@@ -184,7 +184,7 @@ def fit_feature_tables(graphs: Sequence[Data], arch: Architecture, *, noise_std:
     """
     if not arch.feature_width:
         return {}
-    shape = {"max_degree": arch.max_node_num - 1, "width": arch.feature_width}
+    shape = {"max_degree": arch.max_node_num - 1, "width": arch.feature_width, "edges": arch.feature_edges}
     default = max(noise_std.values(), default=0.0) if noise_std else 0.0
 
     def noise(slot: int) -> dict[str, Any]:

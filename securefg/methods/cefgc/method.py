@@ -193,6 +193,11 @@ class CeFGC(Method):
             closer to another of their own classes than to the declared one
             (:mod:`.generator_screen`; the defence against spoofed generators). (default: ``False``)
         screen_margin (float): The screen's distance ratio. (default: ``1.0``)
+        feature_model (str): How receivers give synthetic nodes their categories (§6.1 item 2):
+            ``"degree"`` draws each node from the sender's ``P(f | degree, class)``;
+            ``"pairwise"`` also ships the category pairs at edge ends and refines the draw by
+            Gibbs sweeps (:mod:`.node_features`); on one-hot degree features (IMDB) it changes
+            nothing and only adds a ``features x features`` table per model. (default: ``"degree"``)
     """
 
     name = "cefgc"
@@ -211,7 +216,7 @@ class CeFGC(Method):
         "tune_sampling": False, "tune_samples": 16, "synthetic_ratio": 1.0, "common_neighbors": False,
         "gnn_epochs": 500, "gnn_patience": 30, "weighting": "uniform", "generator_cache": "", "variant": "",
         "dp_epsilon": 0.0, "dp_delta": 1e-5, "dp_max_grad_norm": 1.0, "mix_peers": 2,
-        "screen_generators": False, "screen_margin": 1.0,
+        "screen_generators": False, "screen_margin": 1.0, "feature_model": "degree",
     }
     ROBUST_TAGS = (TAG_WEIGHTS,)
 
@@ -224,6 +229,8 @@ class CeFGC(Method):
             self.conditional = variant in ("star", "advanced")
         if self.options["weighting"] not in ("uniform", "size"):
             raise ConfigError(f"weighting must be 'uniform' or 'size', got {self.options['weighting']!r}")
+        if self.options["feature_model"] not in ("degree", "pairwise"):
+            raise ConfigError(f"feature_model must be 'degree' or 'pairwise', got {self.options['feature_model']!r}")
         if self.num_clients < 2:
             raise ConfigError("CeFGC needs at least 2 clients: each receives the *other* clients' models")
         check_options(self.options)
@@ -233,6 +240,7 @@ class CeFGC(Method):
             config=EDPScoreConfig(common_neighbors=bool(self.options["common_neighbors"])),
             sigmas=DEFAULT_SIGMAS, max_node_num=int(self.options["max_nodes"]), num_classes=task.num_classes,
             conditional=self.conditional, feature_width=task.num_features,
+            feature_edges=self.options["feature_model"] == "pairwise" and task.num_features > 0,
         )
         self.timing: dict[str, float] = dict.fromkeys(
             ("diffusion_training", "sampler_tuning", "sampling", "protocol", "gnn_training"), 0.0)

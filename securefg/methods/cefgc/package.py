@@ -11,7 +11,9 @@ Two wire forms, both plain named tensors through :mod:`securefg.federation.codec
   for every slot ``s`` (one per global class for CeFGC, one for CeFGC*) ``s<s>/presence``
   (1 if the sender trained this slot), ``s<s>/node_pmf`` (normalised node-count histogram, one
   row per class), ``s<s>/sampling`` (steps, step ratio, noise factor: the sender's choice) and
-  ``s<s>/params`` (the flat score-network weights). All floating point, so a pair average
+  ``s<s>/params`` (the flat score-network weights), and on tasks with node features
+  ``s<s>/node_features`` (plus ``s<s>/edge_features`` under ``feature_model=pairwise``; see
+  :mod:`.node_features`). All floating point, so a pair average
   ``(x_i + x_j) / 2`` is meaningful field by field; the receiver divides by the averaged
   presence, which turns the average into a presence-weighted mean (a class held by only one
   of the pair passes through unmixed).
@@ -57,6 +59,9 @@ class Architecture:
         feature_width (int): Node-feature categories of the task; every model then ships a
             node-feature table of shape ``(hist_rows, max_node_num, feature_width)`` (synthetic
             degrees are below ``max_node_num``). ``0`` = no tables. (default: ``0``)
+        feature_edges (bool): Tables also carry the category pairs at edge ends, shape
+            ``(hist_rows, feature_width, feature_width)`` (``feature_model=pairwise``).
+            (default: ``False``)
     """
 
     config: EDPScoreConfig
@@ -65,6 +70,7 @@ class Architecture:
     num_classes: int
     conditional: bool
     feature_width: int = 0
+    feature_edges: bool = False
 
     @property
     def slots(self) -> int:
@@ -101,13 +107,16 @@ class Generator:
 def pack_exact(
     models: Mapping[int, GraphDiffusionModel], tables: Mapping[int, NodeFeatureTable] | None = None
 ) -> dict[str, torch.Tensor]:
-    """Named tensors of every model (``m<slot>/<field>``) and table (``x<slot>/node_features``), exact."""
+    """Named tensors of every model (``m<slot>/<field>``) and table (``x<slot>/node_features``,
+    ``x<slot>/edge_features``), exact."""
     out: dict[str, torch.Tensor] = {}
     for slot, model in sorted(models.items()):
         for name, t in model.to_tensors().items():
             out[f"m{slot}/{name}"] = t
         if tables is not None and slot in tables:
             out[f"x{slot}/node_features"] = tables[slot].probs.clone()  # float64: exact
+            if tables[slot].edge_probs is not None:
+                out[f"x{slot}/edge_features"] = tables[slot].edge_probs.clone()
     return out
 
 
@@ -119,21 +128,23 @@ def unpack_exact_generators(tensors: Mapping[str, torch.Tensor]) -> list[Generat
             or an invalid model or table.
     """
     groups: dict[int, dict[str, torch.Tensor]] = {}
-    tables: dict[int, NodeFeatureTable] = {}
+    table_fields: dict[int, dict[str, torch.Tensor]] = {}
     for name, t in tensors.items():
         prefix, sep, field = name.partition("/")
         if not sep or prefix[:1] not in ("m", "x") or not prefix[1:].isdigit():
             raise InvalidInputError(f"model package field {name!r} has no 'm<k>/' or 'x<k>/' prefix")
-        if prefix[0] == "x":
-            if field != "node_features":
-                raise InvalidInputError(f"unexpected feature-table field {name!r}")
-            tables[int(prefix[1:])] = NodeFeatureTable(t)
-        else:
-            groups.setdefault(int(prefix[1:]), {})[field] = t
+        if prefix[0] == "x" and field not in ("node_features", "edge_features"):
+            raise InvalidInputError(f"unexpected feature-table field {name!r}")
+        (table_fields if prefix[0] == "x" else groups).setdefault(int(prefix[1:]), {})[field] = t
     if not 1 <= len(groups) <= MAX_MODELS:
         raise InvalidInputError(f"a model package holds 1..{MAX_MODELS} models, got {len(groups)}")
-    if set(tables) - set(groups):
-        raise InvalidInputError(f"feature tables {sorted(set(tables) - set(groups))} have no model")
+    if set(table_fields) - set(groups):
+        raise InvalidInputError(f"feature tables {sorted(set(table_fields) - set(groups))} have no model")
+    tables = {}
+    for k, fields in table_fields.items():
+        if "node_features" not in fields:
+            raise InvalidInputError(f"x{k}/edge_features comes without x{k}/node_features")
+        tables[k] = NodeFeatureTable(fields["node_features"], fields.get("edge_features"))
     return [Generator(GraphDiffusionModel.from_tensors(g), tables.get(k)) for k, g in sorted(groups.items())]
 
 
@@ -161,6 +172,8 @@ def pack_dense(
             out[f"s{s}/params"] = torch.zeros(probe.num_parameters)
             if arch.feature_width:
                 out[f"s{s}/node_features"] = torch.zeros(_table_shape(arch))
+            if arch.feature_edges:
+                out[f"s{s}/edge_features"] = torch.zeros(_edge_table_shape(arch))
             continue
         hist = m.node_count_hist.double()
         totals = hist.sum(dim=1, keepdim=True)
@@ -175,11 +188,19 @@ def pack_dense(
             if table is None or tuple(table.probs.shape) != _table_shape(arch):
                 raise InvalidInputError(f"slot {s} needs a node-feature table of shape {_table_shape(arch)}")
             out[f"s{s}/node_features"] = table.probs.float()
+            if arch.feature_edges:
+                if table.edge_probs is None:
+                    raise InvalidInputError(f"slot {s} needs an edge-feature table of shape {_edge_table_shape(arch)}")
+                out[f"s{s}/edge_features"] = table.edge_probs.float()
     return out
 
 
 def _table_shape(arch: Architecture) -> tuple[int, int, int]:
     return (arch.hist_rows, arch.max_node_num, arch.feature_width)
+
+
+def _edge_table_shape(arch: Architecture) -> tuple[int, int, int]:
+    return (arch.hist_rows, arch.feature_width, arch.feature_width)
 
 
 def dense_params(package: Mapping[str, torch.Tensor], arch: Architecture) -> torch.Tensor:
@@ -210,6 +231,7 @@ def unpack_dense_generators(package: Mapping[str, torch.Tensor], arch: Architect
             sampling = package[f"s{s}/sampling"].double()
             params = package[f"s{s}/params"].float()
             table = package[f"s{s}/node_features"].double() if arch.feature_width else None
+            edge_table = package[f"s{s}/edge_features"].double() if arch.feature_edges else None
         except KeyError as exc:
             raise InvalidInputError(f"dense model package lacks field {exc}") from exc
         if not math.isfinite(presence) or presence < PRESENCE_THRESHOLD:
@@ -232,10 +254,17 @@ def unpack_dense_generators(package: Mapping[str, torch.Tensor], arch: Architect
         if table is not None:
             if tuple(table.shape) != _table_shape(arch):
                 raise InvalidInputError(f"s{s}/node_features has shape {tuple(table.shape)}, expected {_table_shape(arch)}")
-            table = table / presence
-            features = NodeFeatureTable(torch.where(table < TABLE_NOISE_FLOOR, torch.zeros_like(table), table))
+            if edge_table is not None and tuple(edge_table.shape) != _edge_table_shape(arch):
+                raise InvalidInputError(f"s{s}/edge_features has shape {tuple(edge_table.shape)}, "
+                                        f"expected {_edge_table_shape(arch)}")
+            features = NodeFeatureTable(*(None if t is None else _cut_noise(t / presence) for t in (table, edge_table)))
         models.append(Generator(model, features))
     return models
+
+
+def _cut_noise(table: torch.Tensor) -> torch.Tensor:
+    """Entries below :data:`TABLE_NOISE_FLOOR` set to zero (CKKS noise on an absent entry)."""
+    return torch.where(table < TABLE_NOISE_FLOOR, torch.zeros_like(table), table)
 
 
 # --------------------------------------------------------------------------------- order
