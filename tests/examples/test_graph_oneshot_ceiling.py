@@ -98,11 +98,19 @@ def test_cefgc_synthetic_column_trains_central_on_real_plus_every_clients_synthe
     assert any(cache.iterdir())  # generators cached for the next seed or run
 
 
-def test_redrawn_features_keep_the_drawn_structures(load_example) -> None:
+def test_redrawn_features_keep_the_drawn_structures(load_example, monkeypatch) -> None:
     example, task = load_example("graph_oneshot_ceiling"), _task()
+    fits: list[bool] = []  # the ``edges`` flag of every table the redraw fits
+    fit = example.NodeFeatureTable.fit.__func__
+    monkeypatch.setattr(example.NodeFeatureTable, "fit",
+                        classmethod(lambda cls, *a, **kw: fits.append(kw["edges"]) or fit(cls, *a, **kw)))
     real = example.perfect_synthetic(task, 0, seed=0)
+    assert fits == []  # real features: nothing redrawn
+    units = len({(j, _label(g)) for j in range(1, task.num_clients) for g in task.train[j]})  # client 0's senders' classes
     for features in ("degree", "pairwise"):
+        fits.clear()
         redrawn = example.perfect_synthetic(task, 0, seed=0, features=features)
+        assert fits == [features == "pairwise"] * units  # one sender-class table per unit, pairs only for pairwise
         assert [torch.equal(a.edge_index, b.edge_index) and int(a.y) == int(b.y) for a, b in zip(real, redrawn, strict=True)] \
             == [True] * len(real)
         # one-hot degree features: the sender's table maps every degree to its own column, so the redraw is exact
