@@ -63,7 +63,10 @@ class PlaintextTrimmedMean(Mechanism):
         return problems
 
     def run_aggregate(self, call: ExchangeCall, inputs: Mapping[str, torch.Tensor]) -> SumOutcome:
-        got = upload_vectors(call, inputs, call.server, "plaintext/upload")
+        return self.combine_uploads(upload_vectors(call, inputs, call.server, "plaintext/upload"))
+
+    def combine_uploads(self, got: Mapping[str, torch.Tensor]) -> SumOutcome:
+        """``n`` times the coordinate-wise trimmed mean of the clear uploads."""
         order = sorted(got)
         x = torch.stack([got[p] for p in order]).sort(0).values
         n = len(order)

@@ -57,3 +57,35 @@ def unflatten(vec: torch.Tensor, layout: Layout) -> dict[str, torch.Tensor]:
         out[name] = vec[pos : pos + n].reshape(shape).to(dtype).clone()
         pos += n
     return out
+
+
+def layout_to_text(layout: Layout) -> str:
+    """The layout as compact public text (what a contributor reports to the server)."""
+    import json
+
+    return json.dumps([[name, list(shape), str(dtype).removeprefix("torch.")] for name, shape, dtype in layout.fields],
+                      separators=(",", ":"))
+
+
+def layout_from_text(text: str, *, what: str = "layout") -> Layout:
+    """Inverse of :func:`layout_to_text`; the text came over the network, so every field is checked.
+
+    Raises:
+        InvalidInputError: Malformed text, a negative dimension or a non-floating dtype.
+    """
+    import json
+
+    try:
+        raw = json.loads(text)
+        fields = []
+        for name, shape, dtype in raw:
+            dt = getattr(torch, str(dtype), None)
+            if not isinstance(name, str) or not isinstance(dt, torch.dtype) or not dt.is_floating_point:
+                raise ValueError(f"field {name!r} has dtype {dtype!r}")
+            dims = tuple(int(d) for d in shape)
+            if any(d < 0 for d in dims):
+                raise ValueError(f"field {name!r} has a negative dimension")
+            fields.append((name, dims, dt))
+    except (ValueError, TypeError) as exc:
+        raise InvalidInputError(f"{what} is malformed: {exc}") from exc
+    return Layout(tuple(fields))

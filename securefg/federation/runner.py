@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import sys
 import time
 from dataclasses import dataclass, field
@@ -27,6 +26,9 @@ import torch
 
 from securefg.errors import CheckpointError, ConfigError
 from securefg.federation.federation import Federation
+from securefg.federation.party import SERVER, is_client
+from securefg.federation.program.driver import MeasurementLog, ServerProgram, party_stack, serve_party, stop_round
+from securefg.federation.program.inprocess import in_process_parties
 from securefg.federation.transcript import load_jsonl
 from securefg.methods.base import Method
 
@@ -44,20 +46,6 @@ class RunOutcome:
     resumed_from: int | None = None
     server_view: list[dict[str, float]] = field(default_factory=list)
     stopped_early: dict[str, Any] | None = None
-
-
-def stop_round(scores: list[float], patience: int) -> bool:
-    """Whether ``patience`` rounds have passed since the best of ``scores`` (the first maximum).
-
-    NaN scores (no validation nodes reported) never improve the best.
-    """
-    if patience < 1 or not scores:
-        return False
-    best_at, best = -1, float("-inf")
-    for i, s in enumerate(scores):
-        if not math.isnan(s) and s > best:
-            best_at, best = i, s
-    return len(scores) - 1 - best_at >= patience
 
 
 def config_fingerprint(config: dict[str, Any]) -> str:
@@ -110,6 +98,8 @@ class RoundRunner:
         self.fingerprint, self.progress, self.patience = fingerprint, progress, patience
 
     def run(self) -> RunOutcome:
+        if type(self.method).has_programs():
+            return self._run_programs()
         history: list[dict[str, Any]] = []
         server_view: list[dict[str, float]] = []
         start_round, resumed = 0, None
@@ -140,6 +130,47 @@ class RoundRunner:
         return RunOutcome(history, self.method.summarize(history), time.perf_counter() - t0, resumed, server_view,
                           stopped)
 
+    def _run_programs(self) -> RunOutcome:
+        """The method's party programs on the in-process backend (:mod:`securefg.federation.program`)."""
+        fed, method = self.fed, self.method
+        parties = in_process_parties(list(fed.parties), transcript=fed.transcript, session=fed.transport.session,
+                                     states=fed.parties)
+        parties.server.offline = set(fed.transport.offline)
+        parties.server.drop_at = {stage: set(pids) for stage, pids in fed.exchange.dropouts.items()}
+        log = MeasurementLog()
+        clients = fed.client_ids
+        helpers = [p for p in fed.parties if p != SERVER and not is_client(p)]
+        server = ServerProgram(method, parties.server, party_stack(fed.stack), seed=method.config.seed,
+                               rounds=self.rounds, sink=log.record, patience=self.patience)
+        legacy_setup = type(method).has_legacy_setup()
+        if legacy_setup:  # a setup phase still written against the in-process exchange
+            method.setup(fed)
+        else:
+            server.setup()
+        self._exchanges = {SERVER: server.exchange.rng}
+        for pid, rt in parties.clients.items():
+            ex = serve_party(method, rt, party_stack(fed.stack), seed=method.config.seed, clients=clients,
+                             helpers=helpers, sink=log.record, setup=not legacy_setup)
+            self._exchanges[pid] = ex.rng
+        self.program_parties = parties
+        start_round, history, server_view, resumed = 0, [], [], None
+        if self.resume:
+            start_round, history, server_view = self._load()
+            resumed = start_round
+        with _progress(self.progress, self.rounds, start_round, method.name) as bar:
+            def on_round(r: int, view: list[dict[str, Any]]) -> None:
+                history.append(log.row(method, r, clients))
+                bar(r, history[-1])
+                done = server._ran_out(view)
+                last = done or r == self.rounds - 1
+                if self.out_dir is not None and (last or (self.checkpoint_every and (r + 1) % self.checkpoint_every == 0)):
+                    self._save(r + 1, history, view)
+
+            server.on_round = on_round
+            outcome = server.run(start=start_round, server_view=server_view)
+        return RunOutcome(history, method.summarize(history), outcome.train_seconds, resumed, outcome.server_view,
+                          outcome.stopped_early)
+
     def _patience_ran_out(self, server_view: list[dict[str, float]]) -> bool:
         if not self.patience or len(server_view) >= self.rounds:
             return False
@@ -159,6 +190,7 @@ class RoundRunner:
             "generator": self.method.generator.get_state(),
             "torch_rng": torch.get_rng_state(),
             "exchange_rng": self.fed.exchange.rng.get_state(),
+            "party_rngs": {pid: g.get_state() for pid, g in getattr(self, "_exchanges", {}).items()},
         }
         tmp = self.out_dir / (CHECKPOINT + ".tmp")
         torch.save(state, tmp)
@@ -181,6 +213,9 @@ class RoundRunner:
         self.method.generator.set_state(state["generator"])
         torch.set_rng_state(state["torch_rng"])
         self.fed.exchange.rng.set_state(state["exchange_rng"])
+        for pid, g in getattr(self, "_exchanges", {}).items():
+            if pid in state.get("party_rngs", {}):
+                g.set_state(state["party_rngs"][pid])
         if (self.out_dir / TRANSCRIPT).is_file():
             # The saved transcript already holds the original run's setup messages (e.g.
             # FedStruct's offline phase); the setup just re-run must not count them twice.

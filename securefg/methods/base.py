@@ -7,7 +7,6 @@ exchange calls; a method's message inventory (``TAGS``) sits at the top of its m
 
 from __future__ import annotations
 
-import abc
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -18,12 +17,15 @@ from torch_geometric.data import Data
 
 from securefg.errors import ConfigError
 from securefg.federation.federation import Federation
+from securefg.federation.party import Party
+from securefg.federation.program.context import ClientAction, ServerContext
 from securefg.methods.label_groups import LabelGroups
 from securefg.methods.tasks import GraphTask, NodeTask
 from securefg.methods.training import TrainConfig, evaluate_graphs
 from securefg.models.gcn import GCN
 from securefg.models.gin import GIN
 from securefg.protocol.mechanism import ExchangeKind
+from securefg.protocol.stack import ProtocolStack
 
 Task = NodeTask | GraphTask
 
@@ -65,7 +67,7 @@ class MethodConfig:
             raise ConfigError(f"--option pooling must be one of {list(GRAPH_POOLINGS)}, got {self.graph_pooling!r}")
 
 
-class Method(abc.ABC):
+class Method:
     """One federated learning method.
 
     Lifecycle, driven by :class:`~securefg.federation.runner.RoundRunner`: ``setup`` once,
@@ -106,17 +108,89 @@ class Method(abc.ABC):
     def num_clients(self) -> int:
         return len(self.task.clients) if isinstance(self.task, NodeTask) else self.task.num_clients
 
-    @abc.abstractmethod
-    def setup(self, fed: Federation) -> None:
-        """Give each party its own data and model (no communication unless the method needs it)."""
+    #: Helper parties the method needs besides the server and the clients (e.g. ``keyholder``).
+    extra_parties: tuple[str, ...] = ()
 
-    @abc.abstractmethod
+    # Party programs (securefg.federation.program): written once, run on every backend. A
+    # method implements these; the in-process runner and the Flower backend drive them.
+    def setup_server(self, party: Party) -> None:
+        """The server's own state before the first round (no communication)."""
+        raise NotImplementedError(f"method {self.name!r} has no server program")
+
+    def setup_client(self, party: Party, index: int) -> None:
+        """Client ``index``'s own state before the first round (its data, its model)."""
+        raise NotImplementedError(f"method {self.name!r} has no client program")
+
+    def setup_helper(self, party: Party) -> None:
+        """A helper party's own state (default: nothing; its actions are the mechanisms')."""
+
+    def server_prepare(self, srv: ServerContext) -> None:
+        """A setup phase with communication, once before round 0 (``srv.round`` is -1), e.g.
+        FedStruct's offline structure features or FedSage+'s generators (default: nothing)."""
+
+    def server_round(self, srv: ServerContext, r: int) -> dict[str, float]:
+        """One round as the server: ask clients to act, run exchanges; returns what the server learned."""
+        raise NotImplementedError(f"method {self.name!r} has no server program")
+
+    def client_actions(self) -> Mapping[str, ClientAction]:
+        """The client's handlers by action name (each runs as the client, on its own state)."""
+        return {}
+
+    def helper_actions(self) -> Mapping[str, ClientAction]:
+        """A helper party's handlers by action name (default: none)."""
+        return {}
+
+    def measure_client(self, party: Party) -> dict[str, Any]:
+        """The experimenter's per-round measurement of one client's own state (never sent)."""
+        return dict(party.state.get("scores", {}))
+
+    def measure_server(self, party: Party) -> dict[str, Any]:
+        """The experimenter's per-round material from the server's state (e.g. its model)."""
+        return {}
+
+    def combine_measures(self, server: Mapping[str, Any], per_client: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+        """One history row from the parties' measurements (the experimenter's, never a party's)."""
+        raise NotImplementedError(f"method {self.name!r} has no measurement")
+
+    @classmethod
+    def has_programs(cls) -> bool:
+        """Whether the method runs as party programs (else the legacy in-process ``run_round``)."""
+        def definer(name: str) -> type:
+            return next(c for c in cls.__mro__ if name in c.__dict__)
+
+        programs, legacy = definer("server_round"), definer("run_round")
+        # a subclass that overrides the legacy round of a program method is still legacy
+        return programs is not Method and issubclass(programs, legacy)
+
+    @classmethod
+    def has_legacy_setup(cls) -> bool:
+        """Whether the method overrides the in-process ``setup(fed)`` (a setup phase that talks
+        through the legacy exchange): such a method's rounds run as party programs in process
+        only, after that setup."""
+        return next(c for c in cls.__mro__ if "setup" in c.__dict__) is not Method
+
+    # Legacy in-process interface (methods not yet written as party programs).
+    def check_stack(self, stack: ProtocolStack) -> None:
+        """Refuse, before anything trains, a stack this method cannot use (default: any goes)."""
+
+    def setup(self, fed: Federation) -> None:
+        """Give each party its own data and model (default: the party programs' setups)."""
+        self.check_stack(fed.stack)
+        self.setup_server(fed.server)
+        for k, client in enumerate(fed.clients):
+            self.setup_client(client, k)
+        for pid in self.extra_parties:
+            self.setup_helper(fed.parties[pid])
+
     def run_round(self, fed: Federation, r: int) -> dict[str, float]:
         """One round of the protocol; returns what the *server* learned (e.g. aggregated metrics)."""
+        raise NotImplementedError(f"method {self.name!r} runs as party programs")
 
-    @abc.abstractmethod
     def measure(self, fed: Federation) -> dict[str, Any]:
         """The experimenter's evaluation of the current models: per-client and global metrics."""
+        server = self.measure_server(fed.server)
+        per_client = {cid: self.measure_client(fed.parties[cid]) for cid in fed.client_ids}
+        return self.combine_measures(server, per_client)
 
     def summarize(self, history: list[dict[str, Any]]) -> dict[str, Any]:
         """Final metrics from the per-round measurements (default: best mean validation round)."""

@@ -19,14 +19,16 @@ model, so both views are reported.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import torch
 
 from securefg.federation.federation import Federation
 from securefg.federation.party import Party
+from securefg.federation.program.context import ClientAction, ClientContext, ServerContext
 from securefg.methods.base import Method, MethodConfig, Task, register_method, select_best_round
-from securefg.methods.head_owners import aggregate_by_owner, owned_groups, require_sum
+from securefg.methods.head_owners import aggregate_owned, contribute_by_owner, owned_groups, require_sum
 from securefg.methods.tasks import NodeTask
 from securefg.methods.training import (
     evaluate_node,
@@ -38,10 +40,12 @@ from securefg.methods.training import (
     train_node_epochs,
 )
 from securefg.protocol.mechanism import ExchangeKind
+from securefg.protocol.stack import ProtocolStack
 
 TAG_MODEL = "fedavg/model"
 TAG_UPDATE = "fedavg/update"
 TAG_METRICS = "fedavg/metrics"
+ACTION_TRAIN = "fedavg/train"
 
 
 @register_method
@@ -69,18 +73,21 @@ class FedAvg(Method):
             raise ConfigError(f"weighting must be 'uniform' or 'size', got {self.options['weighting']!r}")
 
     # ------------------------------------------------------------------ setup
-    def setup(self, fed: Federation) -> None:
+    def check_stack(self, stack: ProtocolStack) -> None:
+        if self.owner_groups is not None:  # refuse a non-sum aggregate before anything trains
+            require_sum(stack, TAG_UPDATE)
+
+    def setup_server(self, party: Party) -> None:
+        party.state["model"] = self.make_model()
+
+    def setup_client(self, party: Party, index: int) -> None:
+        party.state["data"] = self._client_data(index)
+        party.state["model"] = self.make_model()
+        if self.clients_take_steps:
+            party.state["optimizer"] = self.optimizer_for(party.state["model"])
         groups = self.owner_groups
-        if groups is not None:  # refuse a non-sum aggregate before anything trains
-            require_sum(fed.stack, TAG_UPDATE)
-        fed.server.state["model"] = self.make_model()
-        for k, client in enumerate(fed.clients):
-            client.state["data"] = self._client_data(k)
-            client.state["model"] = self.make_model()
-            if self.clients_take_steps:
-                client.state["optimizer"] = self.optimizer_for(client.state["model"])
-            if groups is not None:
-                client.state["owned_heads"] = owned_groups(groups, client.state["data"]["train"])
+        if groups is not None:
+            party.state["owned_heads"] = owned_groups(groups, party.state["data"]["train"])
 
     def _client_data(self, k: int) -> Any:
         dev = self.config.device
@@ -103,7 +110,41 @@ class FedAvg(Method):
         current = state_of(model)
         load_state(model, {k: current[k].double() + mean_update[k] for k in mean_update})
 
+    def server_round(self, srv: ServerContext, r: int) -> dict[str, float]:
+        """Broadcast the model, let every client train it, aggregate the updates and scores."""
+        groups = self.owner_groups
+        srv.broadcast(TAG_MODEL, self.configure_train(srv.party))
+        trained = sorted(srv.ask(ACTION_TRAIN))
+        if groups is None:
+            mean_update = srv.aggregate(TAG_UPDATE, clients=trained)
+        else:  # a head nobody holds gets a zero update
+            mean_update = aggregate_owned(srv, TAG_UPDATE, groups, clients=trained)
+        self.aggregate_train(srv.party, mean_update)
+        mean_scores = srv.aggregate(TAG_METRICS, clients=trained)["scores"]
+        out = {"server_mean_val": float(mean_scores[0]), "server_mean_test_acc": float(mean_scores[1]),
+               "contributors": len(srv.contributors(TAG_UPDATE)),
+               "metric_contributors": len(srv.contributors(TAG_METRICS))}
+        if mean_scores.numel() == 4:
+            out["server_mean_global_test_acc"] = float(mean_scores[3])
+        return out
+
     # ------------------------------------------------------------ client half
+    def client_actions(self) -> Mapping[str, ClientAction]:
+        return {ACTION_TRAIN: self.on_train}
+
+    def on_train(self, cli: ClientContext) -> None:
+        """Train the received model under this party's RNG stream; contribute update and scores."""
+        party = cli.party
+        global_state = cli.received(TAG_MODEL, like=state_of(party.state["model"]))
+        with party_rng(self.config.seed, cli.pid, cli.round):
+            update, weight = self.handle_train(party, global_state)
+        groups = self.owner_groups
+        if groups is None:
+            cli.contribute(TAG_UPDATE, update, weight=weight)
+        else:
+            contribute_by_owner(cli, TAG_UPDATE, update, groups, party.state["owned_heads"], weight=weight)
+        cli.contribute(TAG_METRICS, self.handle_report(party))
+
     def handle_train(self, client: Party, global_state: dict[str, torch.Tensor]) -> tuple[dict[str, torch.Tensor], float]:
         """Train the received model locally; return (update, weight) and keep local scores."""
         model, opt = client.state["model"], client.state["optimizer"]
@@ -143,31 +184,12 @@ class FedAvg(Method):
             vals += [s["global_val_acc"], s["global_test_acc"]]
         return {"scores": torch.tensor([0.0 if math.isnan(v) else v for v in vals], dtype=torch.float64)}
 
-    # ------------------------------------------------------------- one round
-    def run_round(self, fed: Federation, r: int) -> dict[str, float]:
-        ex = fed.exchange
-        received = ex.broadcast(TAG_MODEL, self.configure_train(fed.server))
-        updates, weights = {}, {}
-        for cid, global_state in received.items():
-            with party_rng(self.config.seed, cid, r):
-                updates[cid], weights[cid] = self.handle_train(fed.parties[cid], global_state)
-        groups = self.owner_groups
-        if groups is None:
-            mean_update = ex.aggregate(TAG_UPDATE, updates, weights=weights)
-        else:  # a head nobody holds gets a zero update
-            owned = {cid: fed.parties[cid].state["owned_heads"] for cid in updates}
-            mean_update = aggregate_by_owner(ex, TAG_UPDATE, updates, groups, owned, weights=weights)
-        self.aggregate_train(fed.server, mean_update)
-        reports = {cid: self.handle_report(fed.parties[cid]) for cid in received}
-        mean_scores = ex.aggregate(TAG_METRICS, reports)["scores"]
-        out = {"server_mean_val": float(mean_scores[0]), "server_mean_test_acc": float(mean_scores[1])}
-        if mean_scores.numel() == 4:
-            out["server_mean_global_test_acc"] = float(mean_scores[3])
-        return out
-
     # ------------------------------------------------------------- measuring
-    def measure(self, fed: Federation) -> dict[str, Any]:
-        return measure_clients(self, fed)
+    def measure_server(self, party: Party) -> dict[str, Any]:
+        return server_model_material(self, party)
+
+    def combine_measures(self, server: Mapping[str, Any], per_client: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+        return combine_client_scores(self, server, per_client)
 
     def summarize(self, history: list[dict[str, Any]]) -> dict[str, Any]:
         return summarize_task(self.task, history)
@@ -187,33 +209,49 @@ class FedProx(FedAvg):
         super().__init__(task, config)
 
 
-def measure_clients(method: Method, fed: Federation) -> dict[str, Any]:
+def server_model_material(method: Method, party: Party) -> dict[str, Any]:
+    """Graph tasks: the server's global model weights, for the experimenter's global scores."""
+    model = party.state.get("model")
+    if isinstance(method.task, NodeTask) or model is None:
+        return {}
+    return {"model": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}}
+
+
+def combine_client_scores(method: Method, server: Mapping[str, Any],
+                          per_client: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """Mean and per-client scores each client computed on its own data; plus, for graph
     tasks, the server's global model on the global test set and on the clients' pooled
     validation graphs (``global_val_auc``: a collapsed average shows there without looking at
     the test set). The global scores are the experimenter's measurement for result.json: no
     party receives them and the server does not select rounds by them."""
-    per_client = {cid: dict(fed.parties[cid].state.get("scores", {})) for cid in fed.client_ids}
-    out: dict[str, Any] = {"per_client": per_client}
+    per = {cid: dict(s) for cid, s in per_client.items()}
+    out: dict[str, Any] = {"per_client": per}
     if isinstance(method.task, NodeTask):
-        out["mean_val"] = _mean(s.get("val_acc") for s in per_client.values())
-        out["mean_test"] = _mean(s.get("test_acc") for s in per_client.values())
-        if any("global_test_acc" in s for s in per_client.values()):
-            out["mean_global_val"] = _mean(s.get("global_val_acc") for s in per_client.values())
-            out["mean_global_test"] = _mean(s.get("global_test_acc") for s in per_client.values())
-    else:
-        out["mean_val"] = _mean(s.get("val_auc") for s in per_client.values())
-        out["mean_test"] = _mean(s.get("test_auc") for s in per_client.values())
-        model = fed.server.state.get("model")
-        if model is not None:
-            g = method.score_graphs(model, method.task.global_test)
-            out["global_test_acc"], out["global_test_auc"] = g["acc"], g["auc"]
-            val = [x for cid in fed.client_ids for x in fed.parties[cid].state["data"]["val"]]
-            if val:
-                out["global_val_auc"] = method.score_graphs(model, val)["auc"]
-            if "auc_by_dataset" in g:
-                out["global_test_auc_by_dataset"] = g["auc_by_dataset"]
+        out["mean_val"] = _mean(s.get("val_acc") for s in per.values())
+        out["mean_test"] = _mean(s.get("test_acc") for s in per.values())
+        if any("global_test_acc" in s for s in per.values()):
+            out["mean_global_val"] = _mean(s.get("global_val_acc") for s in per.values())
+            out["mean_global_test"] = _mean(s.get("global_test_acc") for s in per.values())
+        return out
+    out["mean_val"] = _mean(s.get("val_auc") for s in per.values())
+    out["mean_test"] = _mean(s.get("test_auc") for s in per.values())
+    if "model" in server:
+        model = method.make_model()
+        model.load_state_dict(server["model"])
+        g = method.score_graphs(model, method.task.global_test)
+        out["global_test_acc"], out["global_test_auc"] = g["acc"], g["auc"]
+        val = [x for k in range(method.num_clients) for x in method.task.val[k]]
+        if val:
+            out["global_val_auc"] = method.score_graphs(model, val)["auc"]
+        if "auc_by_dataset" in g:
+            out["global_test_auc_by_dataset"] = g["auc_by_dataset"]
     return out
+
+
+def measure_clients(method: Method, fed: Federation) -> dict[str, Any]:
+    """:func:`combine_client_scores` over an in-process federation's party states."""
+    per_client = {cid: dict(fed.parties[cid].state.get("scores", {})) for cid in fed.client_ids}
+    return combine_client_scores(method, server_model_material(method, fed.server), per_client)
 
 
 def summarize_task(task: Task, history: list[dict[str, Any]]) -> dict[str, Any]:

@@ -21,7 +21,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from securefg.errors import ConfigError
-from securefg.federation.federation import Federation
 from securefg.federation.party import Party
 from securefg.methods.base import MethodConfig, Task, register_method
 from securefg.methods.fedavg import FedAvg
@@ -69,9 +68,9 @@ class FedSGD(FedAvg):
                           self.task.num_classes, dropout=float(self.options["dropout"]))
         return model.to(self.config.device)
 
-    def setup(self, fed: Federation) -> None:
-        super().setup(fed)
-        fed.server.state["optimizer"] = self.optimizer_for(fed.server.state["model"])
+    def setup_server(self, party: Party) -> None:
+        super().setup_server(party)
+        party.state["optimizer"] = self.optimizer_for(party.state["model"])
 
     def aggregate_train(self, server: Party, mean_gradient: dict[str, torch.Tensor]) -> None:
         """One server Adam step along the (weighted) mean client gradient."""

@@ -26,6 +26,7 @@ from torch_geometric.data import Data
 
 from securefg.errors import ConfigError, InvalidInputError
 from securefg.federation.exchange import Exchange
+from securefg.federation.program.context import ClientContext, ServerContext
 from securefg.methods.label_groups import LabelGroups
 from securefg.protocol.mechanism import ExchangeKind
 from securefg.protocol.stack import ProtocolStack
@@ -143,4 +144,25 @@ def aggregate_by_owner(
     return owner_mean(total, groups, fallback)
 
 
-__all__ = ["OWNERS_KEY", "aggregate_by_owner", "owned_groups", "owner_mean", "owner_payload", "require_sum"]
+def contribute_by_owner(cli: ClientContext, tag: str, update: Mapping[str, torch.Tensor], groups: LabelGroups,
+                        owned: torch.Tensor, *, weight: float | None = None) -> None:
+    """A client program's input to :func:`aggregate_owned`: unowned heads zeroed, owner weights
+    as side counts."""
+    w = 1.0 if weight is None else float(weight)
+    payload, side = owner_payload(update, groups, owned, w)
+    cli.contribute(tag, payload, weight=weight, side=side)
+
+
+def aggregate_owned(srv: ServerContext, tag: str, groups: LabelGroups, *, clients: Iterable[str] | None = None,
+                    fallback: Mapping[str, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
+    """The server program's half: the weighted mean of :func:`contribute_by_owner` inputs, each
+    head over its owners.
+
+    Raises:
+        ConfigError: ``tag``'s mechanism does not return a sum (:func:`require_sum`).
+    """
+    require_sum(srv.exchange.stack, tag)
+    return owner_mean(srv.aggregate(tag, clients=clients, mean=False, weighted=True), groups, fallback)
+
+
+__all__ = ["OWNERS_KEY", "aggregate_by_owner", "aggregate_owned", "contribute_by_owner", "owned_groups", "owner_mean", "owner_payload", "require_sum"]

@@ -2,55 +2,89 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from securefg.federation.federation import Federation
+from securefg.federation.party import Party
+from securefg.federation.program.context import ClientAction, ClientContext, ServerContext
 from securefg.methods.base import Method, register_method
-from securefg.methods.fedavg import measure_clients, summarize_task
+from securefg.methods.fedavg import combine_client_scores, summarize_task
 from securefg.methods.tasks import NodeTask
 from securefg.methods.training import evaluate_node, train_graph_epochs, train_node_epochs
+
+ACTION_TRAIN = "local/train"
 
 
 @register_method
 class Local(Method):
-    """Local baseline: the same backbone and optimiser, ``rounds x local_epochs`` local steps."""
+    """Local baseline: the same backbone and optimiser, ``rounds x local_epochs`` local steps.
+
+    It runs on the same runner as every method (one ``local/train`` step per round, no
+    envelope), so its rounds, dropouts and measurements mean what they mean elsewhere.
+    """
 
     name = "local"
     TAGS = {}
 
-    def setup(self, fed: Federation) -> None:
-        for k, client in enumerate(fed.clients):
-            if isinstance(self.task, NodeTask):
-                client.state["data"] = self.task.clients[k].to(self.config.device)
-            else:
-                client.state["data"] = {"train": self.task.train[k], "val": self.task.val[k], "test": self.task.test[k]}
-            client.state["model"] = self.make_model()
-            client.state["optimizer"] = self.optimizer_for(client.state["model"])
+    def setup_server(self, party: Party) -> None:
+        """The server holds nothing."""
 
-    def run_round(self, fed: Federation, r: int) -> dict[str, float]:
-        t = self.config.train
-        for client in fed.clients:
-            model, opt, data = client.state["model"], client.state["optimizer"], client.state["data"]
-            if isinstance(self.task, NodeTask):
-                train_node_epochs(model, opt, data, t.local_epochs)
-                client.state["scores"] = evaluate_node(model, data)
-            else:
-                train_graph_epochs(model, opt, data["train"], epochs=t.local_epochs, batch_size=t.batch_size,
-                                   device=self.config.device, generator=self.generator, groups=self.task.label_groups)
-                val, test = self.score_graphs(model, data["val"]), self.score_graphs(model, data["test"])
-                glob = self.score_graphs(model, self.task.global_test)
-                client.state["scores"] = {"val_acc": val["acc"], "val_auc": val["auc"], "test_acc": test["acc"],
-                                          "test_auc": test["auc"], "global_test_auc": glob["auc"], "global_test_acc": glob["acc"]}
+    def setup_client(self, party: Party, index: int) -> None:
+        if isinstance(self.task, NodeTask):
+            party.state["data"] = self.task.clients[index].to(self.config.device)
+        else:
+            party.state["data"] = {"train": self.task.train[index], "val": self.task.val[index],
+                                   "test": self.task.test[index]}
+        party.state["model"] = self.make_model()
+        party.state["optimizer"] = self.optimizer_for(party.state["model"])
+
+    def server_round(self, srv: ServerContext, r: int) -> dict[str, float]:
+        srv.ask(ACTION_TRAIN)
         return {}
 
-    def measure(self, fed: Federation) -> dict[str, Any]:
-        out = measure_clients(self, fed)
+    def client_actions(self) -> Mapping[str, ClientAction]:
+        return {ACTION_TRAIN: self.on_train}
+
+    def on_train(self, cli: ClientContext) -> None:
+        t = self.config.train
+        party = cli.party
+        model, opt, data = party.state["model"], party.state["optimizer"], party.state["data"]
+        if isinstance(self.task, NodeTask):
+            train_node_epochs(model, opt, data, t.local_epochs)
+            party.state["scores"] = evaluate_node(model, data)
+        else:
+            train_graph_epochs(model, opt, data["train"], epochs=t.local_epochs, batch_size=t.batch_size,
+                               device=self.config.device, generator=self.generator, groups=self.task.label_groups)
+            val, test = self.score_graphs(model, data["val"]), self.score_graphs(model, data["test"])
+            party.state["scores"] = {"val_acc": val["acc"], "val_auc": val["auc"], "test_acc": test["acc"],
+                                     "test_auc": test["auc"]}
+
+    def measure_client(self, party: Party) -> dict[str, Any]:
+        """Own scores; on graph tasks also the model, which the experimenter scores on the global
+        test set (a client holds only its own graphs)."""
+        out: dict[str, Any] = dict(party.state.get("scores", {}))
         if not isinstance(self.task, NodeTask):
-            scores = out["per_client"].values()
-            aucs = [s["global_test_auc"] for s in scores if s.get("global_test_auc") == s.get("global_test_auc")]
-            accs = [s["global_test_acc"] for s in scores]
-            out["global_test_auc"] = sum(aucs) / len(aucs) if aucs else float("nan")
-            out["global_test_acc"] = sum(accs) / len(accs)
+            out["model"] = {k: v.detach().cpu().clone() for k, v in party.state["model"].state_dict().items()}
+        return out
+
+    def combine_measures(self, server: Mapping[str, Any], per_client: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+        if isinstance(self.task, NodeTask):
+            return combine_client_scores(self, server, per_client)
+        scored = {}
+        for cid, m in per_client.items():
+            s = {k: v for k, v in m.items() if k != "model"}
+            if "model" in m:
+                model = self.make_model()
+                model.load_state_dict(m["model"])
+                glob = self.score_graphs(model, self.task.global_test)
+                s.update(global_test_auc=glob["auc"], global_test_acc=glob["acc"])
+            scored[cid] = s
+        out = combine_client_scores(self, {}, scored)
+        scores = out["per_client"].values()
+        aucs = [s["global_test_auc"] for s in scores if s.get("global_test_auc") == s.get("global_test_auc")]
+        accs = [s["global_test_acc"] for s in scores if "global_test_acc" in s]
+        out["global_test_auc"] = sum(aucs) / len(aucs) if aucs else float("nan")
+        out["global_test_acc"] = sum(accs) / len(accs) if accs else float("nan")
         return out
 
     def summarize(self, history: list[dict[str, Any]]) -> dict[str, Any]:

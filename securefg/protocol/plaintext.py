@@ -75,10 +75,12 @@ class Plaintext(Mechanism):
         return env.payload
 
     def run_aggregate(self, call: ExchangeCall, inputs: Mapping[str, torch.Tensor]) -> SumOutcome:
-        got = upload_vectors(call, inputs, call.server, "plaintext/upload")
-        order = sorted(got)
-        total = torch.stack([got[p] for p in order]).sum(0)
-        return SumOutcome(total, tuple(order))
+        return self.combine_uploads(upload_vectors(call, inputs, call.server, "plaintext/upload"))
+
+    def combine_uploads(self, uploads: Mapping[str, torch.Tensor]) -> SumOutcome:
+        """The receiver's result from the clear uploads (a party program's server half)."""
+        order = sorted(uploads)
+        return SumOutcome(torch.stack([uploads[p] for p in order]).sum(0), tuple(order))
 
     def run_shared_sum(self, call: ExchangeCall, inputs: Mapping[str, torch.Tensor]) -> dict[str, SumOutcome]:
         """The server sums the clear uploads and sends the sum, in the clear, to every client."""

@@ -28,10 +28,10 @@ def _runner(tmp_path, stack, *, interrupt_at=None, resume=False, rounds=4):
     cls = method_class("fedavg")
 
     class Flaky(cls):  # type: ignore[misc, valid-type]
-        def run_round(self, fed, r):
+        def server_round(self, srv, r):
             if r == interrupt_at:
                 raise Interrupted
-            return super().run_round(fed, r)
+            return super().server_round(srv, r)
 
     method = Flaky(_task(), MethodConfig(rounds=rounds, seed=5, hidden=8))
     fed = Federation(3, ProtocolStack.load(stack), seed=5)

@@ -17,7 +17,7 @@ from flwr.supercore.task_identity import TaskIdentity  # noqa: E402
 from securefg.errors import CodecError, ProtocolError  # noqa: E402
 from securefg.integrations.flower.grid import tunnel_pack, tunnel_unpack  # noqa: E402
 from securefg.integrations.flower.mods import enable_securefg, securefg_mod  # noqa: E402
-from securefg.integrations.flower.records import Step  # noqa: E402
+from securefg.integrations.flower.records import Step, step_from_content, step_to_content  # noqa: E402
 from securefg.integrations.flower.workflow import SecureFedAvgWorkflow  # noqa: E402
 
 TaskIdentity.task_id, TaskIdentity.run_id, TaskIdentity.node_id = 1, 1, 0
@@ -173,9 +173,9 @@ def test_train_before_setup_is_refused_with_a_clear_error():
 
 
 def test_tunnel_round_trips_a_message_and_rejects_garbage():
-    content = Step("aggregate", 3, "t", "s", (b"a", b"bc"), {"seq": 4}).to_content()
+    content = step_to_content(Step("aggregate", 3, "t", "s", (b"a", b"bc"), {"seq": 4}))
     mtype, back = tunnel_unpack(tunnel_pack("query.securefg", content))
-    assert mtype == "query.securefg" and Step.from_content(back) == Step("aggregate", 3, "t", "s", (b"a", b"bc"), {"seq": 4})
+    assert mtype == "query.securefg" and step_from_content(back) == Step("aggregate", 3, "t", "s", (b"a", b"bc"), {"seq": 4})
     with pytest.raises(CodecError, match="does not parse"):
         tunnel_unpack({"__type": "query.securefg", "__content": b"\xff\x00garbage"})
     with pytest.raises(CodecError, match="lacks its type"):

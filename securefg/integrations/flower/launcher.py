@@ -24,7 +24,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from securefg.errors import ProtocolError
+from securefg.errors import ConfigError, ProtocolError
 from securefg.federation.channel import ChannelIdentity
 from securefg.federation.party import SERVER, client_id
 from securefg.federation.transcript import load_jsonl
@@ -134,6 +134,36 @@ class FlowerProcesses:
         return path.read_text(errors="replace")[-chars:] if path.exists() else ""
 
 
+def read_measurements(work: Path, method: Any, fed: Any, server_view: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The experimenter's history: every party's per-round measurement files, combined by the method."""
+    import torch
+
+    from securefg.federation.program.driver import MeasurementLog
+
+    log = MeasurementLog()
+    rounds = [int(v["round"]) for v in server_view]
+    for pid in [SERVER, *fed.client_ids]:
+        for r in rounds:
+            path = out_file(work, pid, f"measure.{r}.pt")
+            if path.exists():
+                log.record(pid, r, torch.load(path, weights_only=True))
+    return log.history(method, fed.client_ids, rounds)
+
+
+def read_private_ledgers(work: Path, fed: Any) -> None:
+    """Each party's DP ledger into the experimenter's stand-in for it (for the privacy report)."""
+    import torch
+
+    from securefg.protocol.dp.accountant import STATE_KEY, PrivacyAccountant
+
+    for pid, party in fed.parties.items():
+        path = out_file(work, pid, "accountant.pt")
+        if path.exists():
+            acc = PrivacyAccountant()
+            acc.load_state_dict(torch.load(path, weights_only=True))
+            party.state[STATE_KEY] = acc
+
+
 def run_flower_experiment(cfg: Any, *, workdir: Path | None = None, timeout: float = 3600.0,
                           nice: int = 0, on_start: Any = None) -> dict[str, Any]:
     """Run ``cfg`` with every party in its own process over Flower; same result contract.
@@ -145,15 +175,13 @@ def run_flower_experiment(cfg: Any, *, workdir: Path | None = None, timeout: flo
     require_flwr()
     from securefg.experiment import build_method, build_result, seed_everything, write_result
     from securefg.federation.federation import Federation
-    from securefg.integrations.flower.program import program_for
-
     t_start = time.perf_counter()
     seed_everything(cfg.seed)
     cfg, method, stack, data_info = build_method(cfg)
-    program = program_for(method)
-    program.check(method, stack)
+    if not type(method).has_programs():
+        raise ConfigError(f"method {method.name!r} has no party programs; use --backend inprocess")
     n = method.num_clients
-    helpers = tuple(getattr(method, "extra_parties", ()))
+    helpers = tuple(method.extra_parties)
     own_tmp = workdir is None
     work = Path(tempfile.mkdtemp(prefix="securefg-flower-")) if workdir is None else Path(workdir)
     provision(work, replace(cfg, progress=False), n, helpers)
@@ -176,13 +204,15 @@ def run_flower_experiment(cfg: Any, *, workdir: Path | None = None, timeout: flo
     merge_transcripts(work, [SERVER, *fed.client_ids, *helpers], merged)
     load_jsonl(merged, fed.transcript)
 
-    def party_out(pid: str, what: str) -> Path:
-        return out_file(work, pid, what)
-
-    history = program.measure(method, fed, rounds=cfg.rounds, out=party_out)
+    history = read_measurements(work, method, fed, server["server_view"])
+    read_private_ledgers(work, fed)
     result = build_result(cfg, stack, fed, method.summarize(history), history, data_info,
                           wall=time.perf_counter() - t_start, train_seconds=server["train_seconds"],
-                          extra=program.report(method, fed, out=party_out))
+                          extra=dict(getattr(method, "report", dict)()))
+    result["patience"] = method.config.patience
+    result["rounds_run"] = len(history)
+    if server.get("stopped_early") is not None:
+        result["stopped_early"] = server["stopped_early"]
     result["device"] = str(method.config.device)
     result["backend"] = "flower"
     result["flower"] = {

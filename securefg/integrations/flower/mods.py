@@ -22,7 +22,7 @@ Flower's own ``secaggplus_mod`` on the same train function (both take the train 
 from __future__ import annotations
 
 import torch
-from flwr.app import ArrayRecord, Context, Message
+from flwr.app import ArrayRecord, ConfigRecord, Context, Message
 from flwr.clientapp import ClientApp
 from flwr.clientapp.typing import ClientAppCallable
 
@@ -30,9 +30,10 @@ from securefg.errors import ProtocolError
 from securefg.federation.channel import ChannelIdentity
 from securefg.federation.party import SERVER, Party, client_id, is_client
 from securefg.federation.party_transport import PartyTransport
-from securefg.integrations.flower.exchange import ClientExchange
-from securefg.integrations.flower.records import MESSAGE_TYPE, RECORD, Step
-from securefg.integrations.flower.runtime import ClientRuntime
+from securefg.federation.program.client_runtime import ClientRuntime
+from securefg.federation.program.exchange import ClientExchange
+from securefg.federation.program.server_runtime import LAYOUT
+from securefg.integrations.flower.records import MESSAGE_TYPE, RECORD, Step, step_from_content, step_to_content
 from securefg.protocol.stack import ProtocolStack
 
 HELLO = "securefg/hello"
@@ -73,15 +74,15 @@ def securefg_mod(msg: Message, ctxt: Context, call_next: ClientAppCallable) -> M
     mtype = msg.metadata.message_type
     key = (ctxt.run_id, ctxt.node_id)
     if mtype == MESSAGE_TYPE:
-        step = Step.from_content(msg.content)
+        step = step_from_content(msg.content)
         if step.action == HELLO:
             _hello(step, ctxt)
             rt, _ = _CLIENTS[key]
             reply = Step(HELLO, info={"pk": rt.transport.public_key.hex()})
-            return Message(reply.to_content(), reply_to=msg)
+            return Message(step_to_content(reply), reply_to=msg)
         if key not in _CLIENTS:
             raise ProtocolError("securefg step before hello: the server must run SecureFedAvgWorkflow.setup first")
-        return _CLIENTS[key][0].handle(msg, ctxt)
+        return Message(step_to_content(_CLIENTS[key][0].answer(step)), reply_to=msg)
     if mtype == "train" and MARK in msg.content.config_records:
         if key not in _CLIENTS:
             raise ProtocolError("securefg train before hello: the server must run SecureFedAvgWorkflow.setup first")
@@ -101,7 +102,10 @@ def securefg_mod(msg: Message, ctxt: Context, call_next: ClientAppCallable) -> M
         weight = float(metrics.get("num-examples", 1.0))  # type: ignore[arg-type]
         arrays: ArrayRecord = content.array_records.pop(aname)
         tensors = {k: torch.as_tensor(v.numpy()).double() for k, v in arrays.items()}
-        _CLIENTS[key][1].contribute(tag, rnd, tensors, weight)
+        rt, ex = _CLIENTS[key]
+        ex.contribute(tag, rnd, tensors, weight=weight)
+        # the layout of what it contributed (public model metadata) goes back with the reply
+        content.config_records[MARK] = ConfigRecord({"layout": str(rt.reply_info.pop(LAYOUT + tag))})
         return Message(content, reply_to=msg)
     return call_next(msg, ctxt)
 

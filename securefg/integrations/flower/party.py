@@ -63,16 +63,42 @@ def load_config(workdir: Path) -> Any:
     return RunConfig(**raw)
 
 
-def _run_parts(cfg: Any) -> tuple[Any, Any, Any, Any]:
-    """The run's configuration, method, stack and Flower program, as every party builds them."""
+def _run_parts(cfg: Any) -> tuple[Any, Any, Any]:
+    """The run's configuration, method and stack, as every party builds them.
+
+    Raises:
+        ConfigError: The method has no party programs.
+    """
+    from securefg.errors import ConfigError
     from securefg.experiment import build_method, seed_everything
-    from securefg.integrations.flower.program import program_for
 
     seed_everything(cfg.seed)
     cfg, method, stack, _ = build_method(cfg)
-    program = program_for(method)
-    program.check(method, stack)
-    return cfg, method, stack, program
+    if not type(method).has_programs():
+        raise ConfigError(f"method {method.name!r} has no party programs; use --backend inprocess")
+    return cfg, method, stack
+
+
+def file_sink(workdir: Path) -> Any:
+    """A party's measurement sink on Flower: one file per party and round, in its own folder
+    (the experimenter reads them; no party does)."""
+    import torch
+
+    def sink(pid: str, round: int, values: dict[str, Any]) -> None:
+        torch.save(values, out_file(workdir, pid, f"measure.{round}.pt"))
+
+    return sink
+
+
+def save_private_ledgers(workdir: Path, party: Party) -> None:
+    """This party's DP ledger, for the experimenter's privacy report (as a checkpoint holds it)."""
+    import torch
+
+    from securefg.protocol.dp.accountant import STATE_KEY
+
+    acc = party.state.get(STATE_KEY)
+    if acc is not None:
+        torch.save(acc.state_dict(), out_file(workdir, party.pid, "accountant.pt"))
 
 
 def run_server(workdir: Path, address: str, clients: int, connect_timeout: float) -> None:
@@ -81,15 +107,15 @@ def run_server(workdir: Path, address: str, clients: int, connect_timeout: float
     from flwr.server.server import reconnect_clients
     from flwr.server.superlink.fleet.grpc_bidi.grpc_server import start_grpc_server
 
+    from securefg.federation.program.driver import ServerProgram, party_stack
     from securefg.integrations.flower.grid import BidiGrid
-    from securefg.integrations.flower.runtime import ServerRuntime
+    from securefg.integrations.flower.runtime import FlowerServerRuntime
 
-    cfg, method, stack, program = _run_parts(load_config(workdir))
+    cfg, method, stack = _run_parts(load_config(workdir))
     method.task = _only_own_data(method.task, -1)  # the server holds no client's data
-    helpers = tuple(getattr(method, "extra_parties", ()))
+    helpers = tuple(method.extra_parties)
     transport = load_transport(workdir, SERVER)
     party = Party(SERVER)
-    program.setup_server(method, stack, party)
     cm = SimpleClientManager()
     server = start_grpc_server(client_manager=cm, server_address=address)
     (workdir / "parties" / "server.ready").write_text(address)
@@ -98,17 +124,19 @@ def run_server(workdir: Path, address: str, clients: int, connect_timeout: float
         if not cm.wait_for(nodes, timeout=int(connect_timeout)):
             raise TimeoutError(f"only {cm.num_available()} of {nodes} parties connected in {connect_timeout}s")
         grid = BidiGrid(cm)
-        rt = ServerRuntime(grid, transport, party)
+        rt = FlowerServerRuntime(transport, party, grid=grid)
         rt.connect([*(client_id(k) for k in range(clients)), *helpers])
-        t0 = time.perf_counter()
-        view = program.run_server(rt, method, stack, rounds=cfg.rounds, out=lambda what: out_file(workdir, SERVER, what))
-        train_seconds = time.perf_counter() - t0
+        program = ServerProgram(method, rt, party_stack(stack), seed=cfg.seed, rounds=cfg.rounds,
+                                sink=file_sink(workdir), patience=method.config.patience)
+        program.setup()
+        outcome = program.run()
         save_transcript(workdir, transport)
+        save_private_ledgers(workdir, party)
         out_file(workdir, SERVER, "json").write_text(json.dumps({
-            "server_view": view, "train_seconds": train_seconds, "dropped": rt.dropped,
-            "framing_bytes": rt.framing_bytes, "flower_bytes_sent": grid.bytes_sent,
-            "flower_bytes_received": grid.bytes_received,
-        }, indent=1))
+            "server_view": outcome.server_view, "train_seconds": outcome.train_seconds, "dropped": rt.dropped,
+            "stopped_early": outcome.stopped_early, "framing_bytes": rt.framing_bytes, "steps": rt.steps,
+            "flower_bytes_sent": grid.bytes_sent, "flower_bytes_received": grid.bytes_received,
+        }, indent=1, default=float))
         proxies = list(cm.all().values())
         reconnect_clients([(p, ReconnectIns(seconds=None)) for p in proxies], max_workers=None, timeout=10)
         grid.close()
@@ -121,34 +149,32 @@ def run_node(workdir: Path, address: str, pid: str) -> None:
     from flwr.clientapp import ClientApp
     from flwr.compat.client.app import start_client_internal
 
-    from securefg.integrations.flower.exchange import ClientExchange
+    from securefg.federation.program.client_runtime import ClientRuntime
+    from securefg.federation.program.driver import party_stack, serve_party
     from securefg.integrations.flower.grid import TunnelClient
-    from securefg.integrations.flower.runtime import ClientRuntime
-    from securefg.methods.training import party_seed
+    from securefg.integrations.flower.runtime import client_app
 
-    cfg, method, stack, program = _run_parts(load_config(workdir))
-    helpers = tuple(getattr(method, "extra_parties", ()))
+    cfg, method, stack = _run_parts(load_config(workdir))
+    helpers = tuple(method.extra_parties)
     if not is_client(pid) and pid not in helpers:
         raise ValueError(f"{pid!r} is neither a client nor a helper party of {method.name!r} (helpers: {list(helpers)})")
     party = Party(pid)
-    if is_client(pid):
-        program.setup_client(method, stack, party)
-    method.task = _only_own_data(method.task, client_index(pid) if is_client(pid) else -1)  # the others' data leaves
     transport = load_transport(workdir, pid)
     rt = ClientRuntime(transport, party, trace=out_file(workdir, pid, "steps"))
-    ex = ClientExchange(rt, stack, seed=party_seed(cfg.seed, pid, -1),
-                        clients=[client_id(k) for k in range(method.num_clients)], helpers=helpers)
-    if is_client(pid):
-        program.serve_client(rt, ex, method, out=lambda what: out_file(workdir, pid, what))
-    app = ClientApp(client_fn=lambda context: TunnelClient(rt.app, context).to_client())
+    serve_party(method, rt, party_stack(stack), seed=cfg.seed, clients=[client_id(k) for k in range(method.num_clients)],
+                helpers=helpers, sink=file_sink(workdir))
+    method.task = _only_own_data(method.task, client_index(pid) if is_client(pid) else -1)  # the others' data leaves
+    app = client_app(rt)
+    flower_app = ClientApp(client_fn=lambda context: TunnelClient(app, context).to_client())
     ready = workdir / "parties" / "server.ready"
     while not ready.exists():
         time.sleep(0.1)
     try:
-        start_client_internal(server_address=address, node_config={}, load_client_app_fn=lambda *_: app,
+        start_client_internal(server_address=address, node_config={}, load_client_app_fn=lambda *_: flower_app,
                               insecure=True, max_wait_time=60)
     finally:
         save_transcript(workdir, transport)
+        save_private_ledgers(workdir, party)
 
 
 def _only_own_data(task: Any, index: int) -> Any:

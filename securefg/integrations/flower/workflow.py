@@ -35,10 +35,10 @@ from securefg.errors import ProtocolError
 from securefg.federation.channel import ChannelIdentity
 from securefg.federation.party import SERVER, Party, client_id
 from securefg.federation.party_transport import PartyTransport
-from securefg.integrations.flower.exchange import aggregate
+from securefg.federation.program.exchange import ServerExchange
 from securefg.integrations.flower.mods import DIRECTORY, HELLO, MARK
-from securefg.integrations.flower.records import MESSAGE_TYPE, Step
-from securefg.integrations.flower.runtime import ServerRuntime
+from securefg.integrations.flower.records import MESSAGE_TYPE, Step, step_from_content, step_to_content
+from securefg.integrations.flower.runtime import FlowerServerRuntime
 from securefg.protocol.mechanism import ExchangeKind
 from securefg.protocol.stack import ProtocolStack
 
@@ -55,7 +55,8 @@ class SecureFedAvgWorkflow:
         self.stack_name, self.tag = stack, tag
         self.stack = ProtocolStack.load(stack)
         self.stack.resolve(tag, ExchangeKind.AGGREGATE)  # fail now on an unbound tag
-        self.rt: ServerRuntime | None = None
+        self.rt: FlowerServerRuntime | None = None
+        self.exchange: ServerExchange | None = None
 
     def setup(self, grid: Grid, node_ids: Iterable[int] | None = None) -> None:
         """Exchange channel keys with every node; node ``i`` (in sorted order) is ``client/i``."""
@@ -63,21 +64,23 @@ class SecureFedAvgWorkflow:
         ident = ChannelIdentity(SERVER)
         session = os.urandom(16)
         pids = {client_id(k): n for k, n in enumerate(nodes)}
-        msgs = [Message(Step(HELLO, info={"pid": pid, "session": session.hex(), "server_pk": ident.public_bytes.hex(),
-                                          "stack": self.stack_name, "clients": len(pids)}).to_content(),
+        msgs = [Message(step_to_content(Step(HELLO, info={"pid": pid, "session": session.hex(), "server_pk": ident.public_bytes.hex(),
+                                          "stack": self.stack_name, "clients": len(pids)})),
                         dst_node_id=n, message_type=MESSAGE_TYPE) for pid, n in pids.items()]
         directory = {SERVER: ident.public_bytes}
         node_to_pid = {n: p for p, n in pids.items()}
         for rep in grid.send_and_receive(msgs):
             if rep.has_error():
                 continue
-            pk = Step.from_content(rep.content).info.get("pk")
+            pk = step_from_content(rep.content).info.get("pk")
             if not isinstance(pk, str) or len(pk) != 64:
                 raise ProtocolError(f"node {rep.metadata.src_node_id} sent no channel key")
             directory[node_to_pid[rep.metadata.src_node_id]] = bytes.fromhex(pk)
         transport = PartyTransport(ident, session=session, directory=directory)
-        self.rt = ServerRuntime(grid, transport, Party(SERVER))
+        self.rt = FlowerServerRuntime(transport, Party(SERVER), grid=grid)
         self.rt.nodes = {p: n for p, n in pids.items() if p in directory}
+        self.rt.peers = sorted(self.rt.nodes)
+        self.exchange = ServerExchange(self.rt, self.stack, seed=int.from_bytes(os.urandom(8), "little"))
         # every client learns the others' channel keys: a CKKS key holder (the lowest client)
         # sends them its public context through the server, sealed end to end
         peers = {f"pk.{p}": k.hex() for p, k in directory.items() if p != SERVER}
@@ -104,9 +107,15 @@ class SecureFedAvgWorkflow:
                 continue
             if rep.content.array_records:
                 raise ProtocolError(f"{pid} returned its arrays in the clear: is securefg_mod installed?")
+            mark = rep.content.config_records.get(MARK)
+            layout = mark.get("layout") if mark is not None else None
+            if not isinstance(layout, str):
+                raise ProtocolError(f"{pid}'s train reply lacks the layout of its input: is securefg_mod installed?")
+            rt.layouts.setdefault((self.tag, round), {})[pid] = layout
             trained.append(pid)
-        template = {k: torch.zeros(tuple(v.shape), dtype=torch.float64) for k, v in arrays.items()}
-        mean = aggregate(rt, self.stack, self.tag, round=round, clients=trained, template=template)
+        assert self.exchange is not None
+        self.exchange.round = round
+        mean = self.exchange.aggregate(self.tag, clients=trained)
         dtypes = {k: v.numpy().dtype for k, v in arrays.items()}
         out = ArrayRecord({k: _array(mean[k].numpy().astype(dtypes[k])) for k in arrays})  # type: ignore[arg-type]
         return out, len(rt.party.state["contributors"][(self.tag, round)])

@@ -26,8 +26,10 @@ from torch import nn
 
 from securefg.errors import ConfigError
 from securefg.federation.federation import Federation
+from securefg.federation.party import Party
+from securefg.federation.program.context import ServerContext
 from securefg.methods.base import MethodConfig, Task, register_method
-from securefg.methods.fedavg import TAG_METRICS, TAG_MODEL, TAG_UPDATE, FedAvg, measure_clients
+from securefg.methods.fedavg import TAG_METRICS, TAG_MODEL, TAG_UPDATE, FedAvg, combine_client_scores
 from securefg.methods.fedsage.client import local_step, mend
 from securefg.methods.fedsage.federated import (
     TAG_FEATURE_GRAD,
@@ -88,21 +90,26 @@ class FedSage(FedAvg):
         return model.to(self.config.device)
 
     # ------------------------------------------------------------- one round
-    def run_round(self, fed: Federation, r: int) -> dict[str, float]:
-        self._broadcast = state_of(fed.server.state["model"])  # the experimenter's copy of what is broadcast
-        return super().run_round(fed, r)
+    def server_round(self, srv: ServerContext, r: int) -> dict[str, float]:
+        # the experimenter's copy of what is broadcast this round (measure_server reads it)
+        srv.state["broadcast"] = state_of(srv.state["model"])
+        return super().server_round(srv, r)
 
     # ------------------------------------------------------------- measuring
-    def measure(self, fed: Federation) -> dict[str, Any]:
+    def measure_server(self, party: Party) -> dict[str, Any]:
+        """The model broadcast this round, which the experimenter scores on the global graph."""
+        return {"broadcast": party.state["broadcast"]} if "broadcast" in party.state else {}
+
+    def combine_measures(self, server: Mapping[str, Any], per_client: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
         """The owners' own scores, plus the broadcast model on the global test set (experimenter only)."""
-        out = measure_clients(self, fed)
+        out = combine_client_scores(self, {}, per_client)
         assert isinstance(self.task, NodeTask)
         full = self.task.full_graph
-        if full is not None and self._broadcast is not None:
+        if full is not None and "broadcast" in server:
             if self._eval_model is None:
                 self._eval_model = self.make_model()
                 self._full = full.to(self.config.device)
-            load_state(self._eval_model, self._broadcast)
+            load_state(self._eval_model, server["broadcast"])
             scores = evaluate_node(self._eval_model, self._full)
             out["global_graph_val_acc"], out["global_graph_test_acc"] = scores["val_acc"], scores["test_acc"]
         return out

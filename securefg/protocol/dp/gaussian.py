@@ -136,6 +136,12 @@ class DPGaussian(Transform):
         accountant_of(call, pid).record(Release(pid, call.tag, Mode.LOCAL, self.sigma, self.sigma))
         return noisy
 
+    def handed_off(self) -> None:
+        """The client's vector left this party. In a party program each party holds its own copy
+        of the stack and the server step runs on the server's copy, so a client's copy has no
+        server step to wait for (the lockstep check above applies to a shared copy only)."""
+        self._awaiting_server = None
+
     # ------------------------------------------------------------------------- server half
     def server(self, call: ExchangeCall, total: torch.Tensor, contributors: Sequence[str]) -> torch.Tensor:
         """Run as the receiver: add central noise and record what was released about whom."""

@@ -34,10 +34,11 @@ from securefg.errors import (
 from securefg.federation.codec import TensorSpec, decode_tensor
 from securefg.federation.envelope import Envelope, Form
 from securefg.federation.party import SERVER
-from securefg.integrations.flower.calls import party_call, stand_ins
-from securefg.integrations.flower.ckks_keys import NodeKeys, ensure_keys
-from securefg.integrations.flower.records import Step
-from securefg.integrations.flower.runtime import ClientRuntime, ServerRuntime
+from securefg.federation.program.calls import party_call, stand_ins
+from securefg.federation.program.ckks_keys import NodeKeys, ensure_keys
+from securefg.federation.program.step import Step
+from securefg.federation.program.client_runtime import ClientRuntime
+from securefg.federation.program.server_runtime import ServerRuntime
 from securefg.protocol.ckks.aggregate import release_sum
 from securefg.protocol.ckks.ckks_mechanism import CKKS
 from securefg.protocol.ckks.constants import Stage
@@ -93,14 +94,14 @@ def _ask_holder(rt: ServerRuntime, holder: str, call: ExchangeCall, *, action: s
 
 # ====================================================================== server halves
 def sum_server(rt: ServerRuntime, res: Resolved, *, tag: str, round: int, clients: Sequence[str],
-               length: int, action: str) -> tuple[torch.Tensor, tuple[str, ...]]:
+               length: int, action: str, info: dict[str, str | int] | None = None) -> tuple[torch.Tensor, tuple[str, ...]]:
     """``encrypted_sum`` as the server: the released sum and who contributed."""
     mech = res.mechanism
     assert isinstance(mech, CKKS)
     call = _server_call(rt, res, round=round, tag=tag, kind=ExchangeKind.AGGREGATE)
     senders = [c for c in clients if c not in rt.dropped]
     holder = ensure_keys(rt, mech.keys, call, kind=ExchangeKind.AGGREGATE, encryptors=senders, decryptors=(), galois=False)
-    rt.step(senders, action=action, round=round, tag=tag, stage=Stage.UPLOAD)
+    rt.step(senders, action=action, round=round, tag=tag, stage=Stage.UPLOAD, info=info)
     cts = _load_all(rt, mech, call, _uploads(rt, call, senders, Stage.UPLOAD))
     if next(iter(cts.values())).length != length:
         raise ProtocolError(f"{tag!r} uploads hold {next(iter(cts.values())).length} values, expected {length}")

@@ -1,4 +1,4 @@
-"""CKKS key distribution over Flower: ``CKKSKeySetup.ensure``'s steps, each end in its owner's process.
+"""CKKS key distribution between party programs: ``CKKSKeySetup.ensure``'s steps, each end in its owner's process.
 
 In process, :meth:`~securefg.protocol.ckks.key_setup.CKKSKeySetup.ensure` plays every role. Here
 the server decides what is missing (who got which key is public routing knowledge, kept in its
@@ -22,9 +22,10 @@ from collections.abc import Iterable, Sequence
 
 from securefg.errors import MechanismError, ProtocolError, SecretKeyError
 from securefg.federation.party import SERVER
-from securefg.integrations.flower.calls import party_call, stand_ins
-from securefg.integrations.flower.records import Step
-from securefg.integrations.flower.runtime import ClientRuntime, ServerRuntime
+from securefg.federation.program.calls import party_call, stand_ins
+from securefg.federation.program.step import Step
+from securefg.federation.program.client_runtime import ClientRuntime
+from securefg.federation.program.server_runtime import ServerRuntime
 from securefg.protocol.ckks.constants import Stage
 from securefg.protocol.ckks.key_setup import CKKSKeySetup
 from securefg.protocol.mechanism import ExchangeCall, ExchangeKind
@@ -33,7 +34,7 @@ from securefg.protocol.stack import ProtocolStack
 
 ACTION_SEALING = "ckks/sealing"
 ACTION_KEYS = "ckks/keys"
-LEDGER = "flower/ckks-keys"
+LEDGER = "program/ckks-keys"
 
 
 def _names(text: object) -> list[str]:
@@ -49,7 +50,7 @@ def ensure_keys(rt: ServerRuntime, keys: CKKSKeySetup, call: ExchangeCall, *, ki
         SecretKeyError: The server is listed as a decryptor.
     """
     holder = keys.holder(call)
-    if holder not in rt.nodes or holder in rt.dropped:
+    if holder not in rt.peers or holder in rt.dropped:
         raise MechanismError(f"CKKS key holder {holder!r} is not online ({rt.dropped.get(holder, 'not connected')}); "
                              "nobody can decrypt")
     ledger = rt.party.state.setdefault(LEDGER, {})

@@ -1,0 +1,164 @@
+"""What a method's party programs see: the server's context and a client's context.
+
+A method's :meth:`~securefg.methods.base.Method.server_round` gets a :class:`ServerContext`:
+its own state (``party``), the live clients, and the exchange calls (``ask`` a client action,
+``broadcast``, ``aggregate``, ``similarity``, ``relay``). A client action handler gets a
+:class:`ClientContext`: its own state, the step that asked it, what was broadcast to it, and
+``contribute`` for its inputs to the server's next exchanges. Neither can reach the other's
+state: all that crosses is sealed envelopes and small public step fields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from securefg.federation.party import Party
+from securefg.federation.program import ckks_flows
+from securefg.federation.program.exchange import ClientExchange, ServerExchange
+from securefg.federation.program.step import InfoValue, Step
+
+Tensors = Mapping[str, torch.Tensor]
+
+
+class ServerContext:
+    """The server's side of one run, handed to ``Method.server_round``.
+
+    Args:
+        exchange (ServerExchange): The server's exchange half.
+    """
+
+    def __init__(self, exchange: ServerExchange) -> None:
+        self.exchange = exchange
+        self.rt = exchange.rt
+
+    @property
+    def party(self) -> Party:
+        """The server's own state."""
+        return self.rt.party
+
+    @property
+    def state(self) -> dict[str, Any]:
+        return self.rt.party.state
+
+    @property
+    def round(self) -> int:
+        return self.exchange.round
+
+    @property
+    def clients(self) -> list[str]:
+        """Clients still live (connected and not dropped)."""
+        return self.rt.live
+
+    @property
+    def dropped(self) -> dict[str, str]:
+        """Parties that dropped out, and where."""
+        return dict(self.rt.dropped)
+
+    def ask(self, action: str, *, to: Iterable[str] | None = None,
+            info: Mapping[str, InfoValue] | None = None) -> dict[str, dict[str, InfoValue]]:
+        """Run the clients' handler of ``action`` (default: on every live client); returns each
+        answering client's public reply info."""
+        return self.exchange.ask(action, to=to, info=info)
+
+    def broadcast(self, tag: str, tensors: Tensors, *, to: Iterable[str] | None = None) -> list[str]:
+        """Seal ``tensors`` for the receivers; they arrive with each receiver's next step."""
+        return self.exchange.broadcast(tag, tensors, to=to)
+
+    def aggregate(self, tag: str, *, clients: Iterable[str] | None = None, mean: bool = True,
+                  weighted: bool = False) -> dict[str, torch.Tensor]:
+        """The (weighted mean) sum of what ``clients`` contributed to ``tag`` this round."""
+        return self.exchange.aggregate(tag, clients=clients, mean=mean, weighted=weighted)
+
+    def contributors(self, tag: str) -> tuple[str, ...]:
+        """Who is in this round's sum of ``tag``."""
+        return self.exchange.contributors[(tag, self.round)]
+
+    def similarity(self, tag: str, *, clients: Iterable[str] | None = None,
+                   metric: str = "cosine") -> tuple[list[str], torch.Tensor]:
+        """The pairwise similarity of the vectors ``clients`` offered for ``tag``."""
+        members = self.clients if clients is None else list(clients)
+        return ckks_flows.similarity(self.rt, self.exchange.stack, tag, round=self.round, clients=members, metric=metric)
+
+    def relay(self, tag: str, *, clients: Iterable[str] | None = None, exclude_self: bool = True,
+              shuffle: bool = True) -> list[str]:
+        """Forward the items ``clients`` offered for ``tag`` among them; returns the recipients."""
+        members = self.clients if clients is None else list(clients)
+        return ckks_flows.relay(self.rt, self.exchange.stack, tag, round=self.round, clients=members,
+                                exclude_self=exclude_self, shuffle=shuffle)
+
+
+class ClientContext:
+    """A client's side of one step, handed to its action handler.
+
+    Args:
+        exchange (ClientExchange): The party's exchange half.
+        step (Step): The request being handled.
+    """
+
+    def __init__(self, exchange: ClientExchange, step: Step) -> None:
+        self.exchange, self.step = exchange, step
+
+    @property
+    def party(self) -> Party:
+        """This party's own state."""
+        return self.exchange.rt.party
+
+    @property
+    def pid(self) -> str:
+        return self.exchange.rt.party.pid
+
+    @property
+    def state(self) -> dict[str, Any]:
+        return self.exchange.rt.party.state
+
+    @property
+    def round(self) -> int:
+        return self.step.round
+
+    @property
+    def info(self) -> dict[str, InfoValue]:
+        """The public facts the server sent with the request."""
+        return {k: v for k, v in self.step.info.items() if k != "seq"}
+
+    @property
+    def clients(self) -> Sequence[str]:
+        """Every client of the run (public)."""
+        return self.exchange.clients
+
+    def received(self, tag: str, like: Tensors | None = None) -> dict[str, torch.Tensor]:
+        """What the server broadcast under ``tag`` this round."""
+        return self.exchange.received(tag, self.round, like)
+
+    def contribute(self, tag: str, tensors: Tensors, *, weight: float | None = None,
+                   side: Tensors | None = None) -> None:
+        """This client's input to the server's ``aggregate(tag)`` this round."""
+        self.exchange.contribute(tag, self.round, tensors, weight=weight, side=side)
+
+    def offer_similarity(self, tag: str, vector: torch.Tensor) -> None:
+        """This client's private vector for the server's ``similarity(tag)`` this round."""
+        self.exchange.ckks.offer_similarity(tag, self.round, vector)
+
+    def offer_relay(self, tag: str, item: bytes) -> None:
+        """This client's item for the server's ``relay(tag)`` this round."""
+        self.exchange.ckks.offer_relay(tag, self.round, item)
+
+    def relayed(self, tag: str) -> list[bytes]:
+        """The items this client received from ``relay(tag)`` this round."""
+        return self.exchange.ckks.relayed(tag, self.round)
+
+
+#: A method's client action: runs as the client on its own state; returns public reply info.
+ClientAction = Callable[[ClientContext], Mapping[str, InfoValue] | None]
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One party's measurement of one round, for the experimenter (never sent to a party)."""
+
+    pid: str
+    round: int
+    values: dict[str, Any]
