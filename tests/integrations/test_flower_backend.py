@@ -4,11 +4,11 @@ These start real processes (a server and three clients on loopback), so they are
 end of the suite; each uses the small synthetic CSBM task and a hidden size of 8.
 """
 
-import json
 import time
 from collections import Counter
 
 import pytest
+import torch
 
 pytest.importorskip("flwr")
 
@@ -70,8 +70,7 @@ def test_client_process_killed_mid_round_is_a_dropout_and_the_round_sums_the_sur
     assert [v["contributors"] for v in view] == [in_update, 3]
     assert [v["metric_contributors"] for v in view] == [3, 3]
     # round 0's metric sum is exactly the survivors' mean validation accuracy
-    survivors = [json.loads(out_file(work, client_id(k), "scores.jsonl").read_text().splitlines()[0])["scores"]
-                 for k in (0, 1, 2)]
+    survivors = [torch.load(out_file(work, client_id(k), "measure.0.pt"), weights_only=True) for k in (0, 1, 2)]
     assert view[0]["server_mean_val"] == pytest.approx(sum(s["val_acc"] for s in survivors) / 3, abs=1e-6)
     assert res["metrics"]["final_round"] == 1  # and the run went on to the end without it
 
