@@ -16,6 +16,7 @@ from pathlib import Path
 from securefg.errors import ProtocolError
 from securefg.federation.party import Party
 from securefg.federation.party_transport import PartyTransport
+from securefg.federation.program import timing
 from securefg.federation.program.step import InfoValue, Step
 
 Handler = Callable[[Step], Mapping[str, InfoValue] | None]
@@ -58,7 +59,9 @@ class ClientRuntime:
         seq = step.info.get("seq", 0)
         self.transport.clock = 2 * int(seq) + 1  # replies to step seq: after the server's sends
         self.reply_info = {}
-        info = {**(self.handlers[step.action](step) or {}), **self.reply_info}
+        timing.first_step(self.party.pid)
+        with timing.timed("handler"):
+            info = {**(self.handlers[step.action](step) or {}), **self.reply_info}
         self.reply_info = {}
         wires = [w for r in self.transport.outbox_receivers() for w in self.transport.take_outbox(r)]
         if self.trace is not None:  # where this party is (operator's log; nothing secret)

@@ -27,6 +27,7 @@ from securefg.errors import CodecError, ProtocolError
 from securefg.federation.channel import WireHeader
 from securefg.federation.party import SERVER, Party, is_client
 from securefg.federation.party_transport import PartyTransport
+from securefg.federation.program import timing
 from securefg.federation.program.step import InfoValue, Step
 
 log = logging.getLogger("securefg.program")
@@ -104,7 +105,9 @@ class ServerRuntime(abc.ABC):
             self.framing_bytes += req.framing_bytes()
             requests[pid] = req
         self.steps += 1
-        replies = self.exchange_steps(requests) if requests else {}
+        timing.first_step(self.party.pid)
+        with timing.timed("exchange"):
+            replies = self.exchange_steps(requests) if requests else {}
         out: dict[str, Step] = {}
         where = " ".join(x for x in (action, tag, stage) if x)
         for pid in requests:  # in request order: routing is deterministic on every backend

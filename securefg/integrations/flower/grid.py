@@ -37,6 +37,7 @@ from flwr.supercore.run import Run
 from flwr.supercore.task_identity import TaskIdentity
 
 from securefg.errors import CodecError
+from securefg.federation.program import timing
 
 _TYPE = "__type"
 _CONTENT = "__content"
@@ -45,7 +46,8 @@ _CONTENT = "__content"
 def tunnel_pack(message_type: str, content: RecordDict) -> dict[str, bool | bytes | float | int | str]:
     """A ``Message``'s type and content as the scalar dict a legacy ``GetPropertiesIns`` holds
     (the content serialized with Flower's own protobuf serde)."""
-    return {_TYPE: message_type, _CONTENT: recorddict_to_proto(content).SerializeToString()}
+    with timing.timed("serialize"):
+        return {_TYPE: message_type, _CONTENT: recorddict_to_proto(content).SerializeToString()}
 
 
 def tunnel_unpack(props: dict[str, bool | bytes | float | int | str]) -> tuple[str, RecordDict]:
@@ -54,7 +56,8 @@ def tunnel_unpack(props: dict[str, bool | bytes | float | int | str]) -> tuple[s
     if not isinstance(mtype, str) or not isinstance(raw, bytes):
         raise CodecError("tunnelled message lacks its type or content")
     try:
-        return mtype, recorddict_from_proto(ProtoRecordDict.FromString(raw))
+        with timing.timed("serialize"):
+            return mtype, recorddict_from_proto(ProtoRecordDict.FromString(raw))
     except Exception as exc:  # protobuf DecodeError and friends
         raise CodecError(f"tunnelled message content does not parse: {exc}") from exc
 

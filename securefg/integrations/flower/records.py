@@ -16,6 +16,7 @@ from __future__ import annotations
 from flwr.app import ConfigRecord, RecordDict
 
 from securefg.errors import CodecError
+from securefg.federation.program import timing
 from securefg.federation.program.step import Step
 
 __all__ = ["MESSAGE_TYPE", "RECORD", "Step", "step_from_content", "step_to_content"]
@@ -26,6 +27,17 @@ MESSAGE_TYPE = "query.securefg"
 
 def step_to_content(step: Step) -> RecordDict:
     """A step as Flower ``Message`` content (one ``ConfigRecord``)."""
+    with timing.timed("serialize"):
+        return _to_content(step)
+
+
+def step_from_content(content: RecordDict) -> Step:
+    """Parse a step; every field is type-checked (the content came over the network)."""
+    with timing.timed("serialize"):
+        return _from_content(content)
+
+
+def _to_content(step: Step) -> RecordDict:
     rec: dict[str, object] = {
         "action": step.action, "round": step.round, "tag": step.tag, "stage": step.stage,
         "wires": list(step.wires),
@@ -35,8 +47,7 @@ def step_to_content(step: Step) -> RecordDict:
     return RecordDict({RECORD: ConfigRecord(rec)})  # type: ignore[arg-type]
 
 
-def step_from_content(content: RecordDict) -> Step:
-    """Parse a step; every field is type-checked (the content came over the network)."""
+def _from_content(content: RecordDict) -> Step:
     if RECORD not in content.config_records:
         raise CodecError(f"Flower message has no {RECORD!r} config record; was it sent by securefg?")
     rec = content.config_records[RECORD]
