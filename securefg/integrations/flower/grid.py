@@ -114,9 +114,15 @@ class BidiGrid(Grid):
             ids.append(msg.metadata.message_id)
         return ids
 
-    def pull_messages(self, message_ids: Iterable[str]) -> list[Message]:
+    def pull_messages(self, reply_to_message_ids: Iterable[str] | None = None, *,
+                      message_ids: Iterable[str] | None = None) -> list[Message]:
+        """Replies that have arrived to the given requests (``None``: to every pending request).
+
+        The signature is Flower's newer one (1.43 renamed the argument and kept ``message_ids``
+        as an alias); a positional call works on both."""
+        wanted = reply_to_message_ids if reply_to_message_ids is not None else message_ids
         out = []
-        for mid in message_ids:
+        for mid in list(self._pending) if wanted is None else wanted:
             entry = self._pending.get(mid)
             if entry is not None and entry[1].done():
                 out.append(entry[1].result())
