@@ -153,6 +153,7 @@ class RoundRunner:
                              helpers=helpers, sink=log.record, setup=not legacy_setup)
             self._exchanges[pid] = ex.rng
         self.program_parties = parties
+        method.observe_run(fed)
         start_round, history, server_view, resumed = 0, [], [], None
         if self.resume:
             start_round, history, server_view = self._load()

@@ -152,6 +152,11 @@ class Method:
         """One history row from the parties' measurements (the experimenter's, never a party's)."""
         raise NotImplementedError(f"method {self.name!r} has no measurement")
 
+    def observe_run(self, fed: Federation) -> None:
+        """The experimenter's handle on the run, before ``report()``: its (merged) transcript and
+        stack. On a multi-process backend ``fed``'s parties are empty stand-ins, so what a report
+        needs from a party's state must come through its measurement. (default: nothing)"""
+
     @classmethod
     def has_programs(cls) -> bool:
         """Whether the method runs as party programs (else the legacy in-process ``run_round``)."""
@@ -223,21 +228,26 @@ class Method:
         t = self.config.train
         return torch.optim.Adam(model.parameters(), lr=t.lr, weight_decay=t.weight_decay)
 
+    def checkpoint_party(self, party: Party) -> dict[str, Any]:
+        """One party's serializable state: every module and optimizer (anything with a
+        ``state_dict``) in it. Each party checkpoints its own, wherever it runs."""
+        return {k: v.state_dict() for k, v in party.state.items() if hasattr(v, "state_dict")}
+
+    def restore_party(self, party: Party, items: Mapping[str, Any]) -> None:
+        """Load :meth:`checkpoint_party`; state that mechanisms create lazily is rebuilt first."""
+        for k, sd in items.items():
+            if k not in party.state:
+                party.state[k] = _lazy_state_factory(k)()
+            party.state[k].load_state_dict(sd)
+
     def checkpoint(self, fed: Federation) -> dict[str, dict[str, Any]]:
-        """Serializable per-party state: every module and optimizer in each party's state."""
-        out: dict[str, dict[str, Any]] = {}
-        for pid, party in fed.parties.items():
-            out[pid] = {k: v.state_dict() for k, v in party.state.items() if hasattr(v, "state_dict")}
-        return out
+        """Every party's :meth:`checkpoint_party` (the in-process runner holds them all)."""
+        return {pid: self.checkpoint_party(party) for pid, party in fed.parties.items()}
 
     def restore(self, fed: Federation, state: Mapping[str, Mapping[str, Any]]) -> None:
-        """Load a :meth:`checkpoint`; state that mechanisms create lazily is rebuilt first."""
+        """Load a :meth:`checkpoint` into every party."""
         for pid, items in state.items():
-            party_state = fed.parties[pid].state
-            for k, sd in items.items():
-                if k not in party_state:
-                    party_state[k] = _lazy_state_factory(k)()
-                party_state[k].load_state_dict(sd)
+            self.restore_party(fed.parties[pid], items)
 
 
 def _lazy_state_factory(key: str) -> Any:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from securefg.methods.base import Method
 
 ACTION_MEASURE = "program/measure"
+ACTION_CHECKPOINT = "program/checkpoint"
 
 #: Where a party's per-round measurement goes: ``sink(pid, round, values)``.
 Sink = Callable[[str, int, dict[str, Any]], None]
@@ -83,11 +84,13 @@ class ServerProgram:
     """
 
     def __init__(self, method: Method, rt: ServerRuntime, stack: ProtocolStack, *, seed: int, rounds: int,
-                 sink: Sink, patience: int = 0, on_round: Callable[[int, list[dict[str, Any]]], bool] | None = None) -> None:
+                 sink: Sink, patience: int = 0, on_round: Callable[[int, list[dict[str, Any]]], Any] | None = None,
+                 checkpoint_every: int = 0, save: Callable[[int, list[dict[str, Any]]], None] | None = None) -> None:
         from securefg.methods.training import party_seed
 
         self.method, self.rt, self.rounds, self.sink = method, rt, rounds, sink
         self.patience, self.on_round = patience, on_round
+        self.checkpoint_every, self.save = checkpoint_every, save
         self.exchange = ServerExchange(rt, stack, seed=party_seed(seed, SERVER, -1), run_seed=seed)
         self.context = ServerContext(self.exchange)
 
@@ -114,6 +117,11 @@ class ServerProgram:
             stop = self._ran_out(out.server_view)
             if self.on_round is not None:
                 self.on_round(r, out.server_view)
+            last = stop or r == self.rounds - 1
+            if self.save is not None and (last or (self.checkpoint_every and (r + 1) % self.checkpoint_every == 0)):
+                # every party saves its own state (a file of its own); then the server its own
+                self.exchange.step(self.rt.parties, action=ACTION_CHECKPOINT, info={"next_round": r + 1})
+                self.save(r + 1, out.server_view)
             if stop:
                 break
         out.train_seconds = time.perf_counter() - t0
@@ -130,9 +138,11 @@ class ServerProgram:
 
 
 def serve_party(method: Method, rt: ClientRuntime, stack: ProtocolStack, *, seed: int, clients: Sequence[str],
-                helpers: Sequence[str], sink: Sink, setup: bool = True) -> ClientExchange:
+                helpers: Sequence[str], sink: Sink, setup: bool = True,
+                save: Callable[[int], None] | None = None) -> ClientExchange:
     """Set up a client (or helper) party (unless ``setup`` is false: its state is already made)
-    and register its handlers; returns its exchange half."""
+    and register its handlers; returns its exchange half. ``save(next_round)`` writes the
+    party's own checkpoint when the server asks for one (``program/checkpoint``)."""
     from securefg.methods.training import party_seed
 
     pid = rt.party.pid
@@ -150,7 +160,40 @@ def serve_party(method: Method, rt: ClientRuntime, stack: ProtocolStack, *, seed
             sink(pid, step.round, method.measure_client(rt.party))
 
     rt.on(ACTION_MEASURE, measure)
+    if save is not None:
+        rt.on(ACTION_CHECKPOINT, lambda step: save(int(step.info["next_round"])))
+    else:
+        rt.on(ACTION_CHECKPOINT, lambda step: None)
     return ex
+
+
+def party_checkpoint(method: Method, party: Any, ex_rng: Any, *, next_round: int, fingerprint: str,
+                     **extra: Any) -> dict[str, Any]:
+    """One party's own checkpoint: its restorable state, its randomness and where it stands."""
+    import torch
+
+    return {"fingerprint": fingerprint, "next_round": next_round, "state": method.checkpoint_party(party),
+            "exchange_rng": ex_rng.get_state(), "torch_rng": torch.get_rng_state(), **extra}
+
+
+def restore_party_checkpoint(method: Method, party: Any, ex_rng: Any, saved: Mapping[str, Any], *,
+                             fingerprint: str, where: str) -> int:
+    """Load :func:`party_checkpoint` into ``party``; returns the round to go on from.
+
+    Raises:
+        CheckpointError: The checkpoint belongs to another configuration.
+    """
+    import torch
+
+    from securefg.errors import CheckpointError
+
+    if saved.get("fingerprint") != fingerprint:
+        raise CheckpointError(f"checkpoint {where} was written by a different configuration "
+                              f"({saved.get('fingerprint')} != {fingerprint}); use another --out or drop --resume")
+    method.restore_party(party, saved["state"])
+    ex_rng.set_state(saved["exchange_rng"])
+    torch.set_rng_state(saved["torch_rng"])
+    return int(saved["next_round"])
 
 
 def _bind(ex: ClientExchange, handler: Callable[[ClientContext], Mapping[str, Any] | None]) -> Callable[[Step], Any]:
