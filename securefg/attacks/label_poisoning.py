@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from securefg.attacks.malicious import intercepted, malicious_method
+from securefg.attacks.malicious import deviating_clients, intercepted, malicious_method
 from securefg.methods.base import Method, method_class, register_method
 
 Shape = Callable[[dict[str, torch.Tensor]], dict[str, torch.Tensor]]
@@ -76,17 +76,28 @@ def label_poisoned_method(base: str, label: str, members: Iterable[str], *, shif
 
         return malicious_method(base, label, mine, {"handle_train": train})
 
+    def _shift_batch(st: dict[str, Any], pid: str) -> None:
+        batch = st.get("batch")
+        if batch is None:
+            from securefg.errors import ConfigError
+
+            raise ConfigError(f"{base}: label poisoning needs FedStruct variant B (not hardened): "
+                              f"{pid} holds no training batch")
+        st["batch"] = dataclasses.replace(batch, y=shifted(batch.y, shift, num_classes).to(batch.y.dtype))
+
+    if bcls.has_programs():
+        def setup_client(self: Method, party: Any, index: int) -> None:
+            bcls.setup_client(self, party, index)
+            if party.pid in mine:
+                _shift_batch(party.state, party.pid)
+
+        return deviating_clients(bcls, label, mine, [("aggregate", tag)], lambda x: shape(dict(x)),
+                                 what=f"on shifted labels ({label})", extra={"setup_client": setup_client})
+
     def setup(self: Method, fed: Any) -> None:
         bcls.setup(self, fed)
         for pid in mine:
-            st = fed.parties[pid].state
-            batch = st.get("batch")
-            if batch is None:
-                from securefg.errors import ConfigError
-
-                raise ConfigError(f"{base}: label poisoning needs FedStruct variant B (not hardened): "
-                                  f"{pid} holds no training batch")
-            st["batch"] = dataclasses.replace(batch, y=shifted(batch.y, shift, num_classes).to(batch.y.dtype))
+            _shift_batch(fed.parties[pid].state, pid)
 
     def run_round(self: Method, fed: Any, r: int) -> Any:
         with intercepted(fed.exchange, "aggregate", tag, mine, lambda x: shape(dict(x))):

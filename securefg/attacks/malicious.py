@@ -81,6 +81,8 @@ def malicious_uploads(base: str, label: str, members: Iterable[str], tag: str,
     bcls = method_class(base)
     mine = frozenset(members)
     targets = ((op, tag), *also)
+    if bcls.has_programs():
+        return _deviating_clients(bcls, label, mine, targets, poison, what=f"poisoning {tag!r} ({label})")
 
     @contextmanager
     def poisoned(ex: Any) -> Iterator[None]:
@@ -104,6 +106,31 @@ def malicious_uploads(base: str, label: str, members: Iterable[str], tag: str,
     return str(cls.name)
 
 
+def _deviating_clients(bcls: type[Method], label: str, mine: frozenset[str], targets: Iterable[tuple[str, str]],
+                       poison: Callable[[Any], Any], *, what: str, extra: dict[str, Any] | None = None) -> str:
+    """A party-program method whose ``mine`` clients hand ``poison(honest)`` to each
+    ``(exchange kind, tag)`` of ``targets`` (:meth:`ClientExchange.deviate`); others are honest."""
+    honest_actions = bcls.client_actions
+
+    def client_actions(self: Method) -> Any:
+        def deviating(handler: Callable[[Any], Any]) -> Callable[[Any], Any]:
+            def run(cli: Any) -> Any:
+                if cli.pid in mine:
+                    for kind, tag in targets:
+                        cli.exchange.deviations[(kind, tag)] = poison
+                return handler(cli)
+            return run
+
+        return {action: deviating(h) for action, h in honest_actions(self).items()}
+
+    attrs: dict[str, Any] = {"name": f"{bcls.name}+{label}", "client_actions": client_actions,
+                             "__doc__": f"{bcls.__name__} with {sorted(mine)} {what}.", **(extra or {})}
+    cls: type[Method] = type(f"{bcls.__name__}Deviating{label.title().replace('_', '').replace('@', '')}", (bcls,), attrs)
+    register_method(cls)
+    return str(cls.name)
+
+
 intercepted = _intercepted  # public name for other attack modules
+deviating_clients = _deviating_clients
 
 __all__ = ["intercepted", "malicious_method", "malicious_uploads", "variant_label"]

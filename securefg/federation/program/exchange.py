@@ -265,12 +265,23 @@ class ClientExchange:
         self.calls: dict[tuple[str, int], ClientStage] = {}
         self.ckks = NodeCKKS(rt, stack, (*clients, *helpers))
         rt.on(ACTION_AGGREGATE, self._on_aggregate)
+        self.deviations: dict[tuple[str, str], Any] = {}
+        """(exchange kind, tag) -> how this party deviates from its honest input there (attack
+        harnesses install it for an adversarial party only; honest parties have none)."""
         self.halves = build_halves(self)
         """The other exchange kinds' client halves, by name (:mod:`~securefg.federation.program.halves`)."""
 
     @property
     def party(self) -> Party:
         return self.rt.party
+
+    def deviate(self, kind: str, tag: str, value: Any) -> Any:
+        """``value`` as this party hands it to exchange ``kind`` of ``tag``: the honest value,
+        unless an attack harness made this party deviate there. Every client half calls it on
+        the input it is given, so a deviation sits exactly where a malicious client acts:
+        after computing its honest input, before the stack's transforms and the mechanism."""
+        poison = self.deviations.get((kind, tag))
+        return value if poison is None else poison(value)
 
     def received(self, tag: str, round: int, like: Tensors | None = None) -> dict[str, torch.Tensor]:
         """Decode the one broadcast of ``tag`` this round (checked against ``like``'s names,
@@ -299,6 +310,7 @@ class ClientExchange:
         """
         res = resolve_aggregate(self.stack, tag)
         pid = self.rt.party.pid
+        tensors = self.deviate("aggregate", tag, tensors)
         vec, layout = flatten(tensors, what=f"{tag!r} from {pid}")
         w = 1.0 if weight is None else float(weight)
         if not w >= 0:
