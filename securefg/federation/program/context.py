@@ -86,9 +86,9 @@ class ServerContext:
     def relay(self, tag: str, *, clients: Iterable[str] | None = None, exclude_self: bool = True,
               shuffle: bool = True) -> list[str]:
         """Forward the items ``clients`` offered for ``tag`` among them; returns the recipients."""
-        members = self.clients if clients is None else list(clients)
-        return ckks_flows.relay(self.rt, self.exchange.stack, tag, round=self.round, clients=members,
-                                exclude_self=exclude_self, shuffle=shuffle)
+        from securefg.federation.program import relay
+
+        return relay.relay(self.exchange, tag, clients=clients, exclude_self=exclude_self, shuffle=shuffle)
 
 
 class ClientContext:
@@ -144,11 +144,11 @@ class ClientContext:
 
     def offer_relay(self, tag: str, item: bytes) -> None:
         """This client's item for the server's ``relay(tag)`` this round."""
-        self.exchange.ckks.offer_relay(tag, self.round, item)
+        self.exchange.halves["relay"].offer(tag, self.round, item)
 
     def relayed(self, tag: str) -> list[bytes]:
         """The items this client received from ``relay(tag)`` this round."""
-        return self.exchange.ckks.relayed(tag, self.round)
+        return self.exchange.halves["relay"].relayed(tag, self.round)
 
 
 #: A method's client action: runs as the client on its own state; returns public reply info.

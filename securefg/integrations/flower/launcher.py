@@ -203,6 +203,7 @@ def run_flower_experiment(cfg: Any, *, workdir: Path | None = None, timeout: flo
     merged = work / "transcript.jsonl"
     merge_transcripts(work, [SERVER, *fed.client_ids, *helpers], merged)
     load_jsonl(merged, fed.transcript)
+    method.observe_run(fed)
 
     history = read_measurements(work, method, fed, server["server_view"])
     read_private_ledgers(work, fed)

@@ -58,6 +58,7 @@ Message inventory (tags) is below; ``TAGS`` maps each to its exchange.
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections.abc import Mapping
@@ -70,6 +71,7 @@ from securefg.errors import ConfigError
 from securefg.federation.codec import decode_tensors, encode_tensors
 from securefg.federation.federation import Federation
 from securefg.federation.party import Party
+from securefg.federation.program.context import ClientAction, ClientContext, ServerContext
 from securefg.methods.base import Method, MethodConfig, Task
 from securefg.methods.cefgc import flights as flight_log
 from securefg.methods.cefgc.generator_cache import GeneratorCache, cache_key
@@ -91,12 +93,13 @@ from securefg.methods.cefgc.package import (
     unpack_exact_generators,
 )
 from securefg.methods.cefgc.pairing import group_mix_plan, mix_plan, nearest_partners, similarity_groups
-from securefg.methods.fedavg import measure_clients
-from securefg.methods.head_owners import aggregate_by_owner, owned_groups, require_sum
+from securefg.methods.fedavg import combine_client_scores, server_model_material
+from securefg.methods.head_owners import aggregate_owned, contribute_by_owner, owned_groups, require_sum
 from securefg.methods.tasks import GraphTask
 from securefg.methods.training import load_state, state_of, train_graphs_until_stall
 from securefg.models.graph_score import DEFAULT_SIGMAS, EDPScoreConfig, GraphDiffusionModel, LangevinParams
 from securefg.protocol.mechanism import ExchangeKind
+from securefg.protocol.stack import ProtocolStack
 
 TAG_MODEL = "cefgc/model"
 """R1 + R2 (relay): a client's diffusion model package, forwarded to every other client."""
@@ -106,8 +109,17 @@ TAG_INIT = "cefgc/init"
 """R2 (broadcast): the GIN initialisation W0."""
 TAG_WEIGHTS = "cefgc/weights"
 """R3 (aggregate): each client's trained GIN weights; the server learns only their mean."""
+ACTION_PHASE1 = "cefgc/phase1"
+"""Client action: phase 1 (train or load the generators, offline) and the R1 inputs (package, similarity vector)."""
+ACTION_TRAIN = "cefgc/train"
+"""Client action: R2 received (bundle and W0); sample synthetic graphs, train the GIN, contribute R3."""
+#: Measurement keys (the experimenter's, never sent) carrying a party's report block as JSON.
+MEASURE_CLIENT = "cefgc/client"
+MEASURE_SERVER = "cefgc/server"
 #: Offsets the sender's sampler-tuning draws from its training draws (same client seed).
 TUNE_SEED_OFFSET = 500_009
+#: What ``report()["timing"]`` sums over the parties.
+TIMING_KEYS = ("diffusion_training", "sampler_tuning", "sampling", "protocol", "gnn_training")
 #: Offsets the sender's DP feature-table noise from its other draws (same client seed).
 TABLE_SEED_OFFSET = 700_001
 
@@ -242,36 +254,49 @@ class CeFGC(Method):
             conditional=self.conditional, feature_width=task.num_features,
             feature_edges=self.options["feature_model"] == "pairwise" and task.num_features > 0,
         )
-        self.timing: dict[str, float] = dict.fromkeys(
-            ("diffusion_training", "sampler_tuning", "sampling", "protocol", "gnn_training"), 0.0)
+        self.timing: dict[str, float] = dict.fromkeys(TIMING_KEYS, 0.0)
+        """Summed over the parties' own timings (:meth:`combine_measures`)."""
         self.info: dict[str, Any] = {"clients": {}}
+        """The clients' report blocks, as they measured them (:meth:`combine_measures`)."""
+        self.dense = self.mixing
+        self._fed: Federation | None = None
+        self._server_report: dict[str, Any] = {}
         self.init_seed = 1_000_003 * (config.seed + 1)  # public, agreed before round 1 (row 0b)
         eps = float(o["dp_epsilon"])
         self.dp = DPSettings(eps, float(o["dp_delta"]), float(o["dp_max_grad_norm"])) if eps > 0 else None
 
     # ------------------------------------------------------------------ setup
-    def setup(self, fed: Federation) -> None:
-        self._fed = fed
-        fed.server.state["model"] = self.make_model()  # W0, server-made
-        task = self.task
-        assert isinstance(task, GraphTask)  # guaranteed by ``tasks``
-        for k, client in enumerate(fed.clients):
-            client.state["data"] = {"train": task.train[k], "val": task.val[k], "test": task.test[k]}
-            client.state["index"] = k
-            if not any(training_sets(task.train[k], self.arch).values()):
-                raise ConfigError(f"client {k} has no training graph of at most max_nodes={self.arch.max_node_num} "
-                                  "nodes, so it would train no generator; raise --option max_nodes")
-        mech = fed.stack.resolve(TAG_MODEL, ExchangeKind.RELAY).mechanism
+    def check_stack(self, stack: ProtocolStack) -> None:
+        from securefg.federation.program.relay import check_relay
+
+        mech = stack.resolve(TAG_MODEL, ExchangeKind.RELAY).mechanism
         if self.mixing and not hasattr(mech, "plan_mix"):
             raise ConfigError(
-                f"{self.name} pair-averages models on the server, but stack {fed.stack.name!r} carries "
+                f"{self.name} pair-averages models on the server, but stack {stack.name!r} carries "
                 f"{TAG_MODEL!r} with {mech.name!r}, which cannot combine items; use protocols/cefgc_plus.toml "
                 "(ckks_relay) or protocols/plaintext.toml"
             )
+        check_relay(stack, TAG_MODEL)
         if self.owner_groups is not None:
-            require_sum(fed.stack, TAG_WEIGHTS)
-        # Dense (float, fixed layout) packages when the server combines them or CKKS carries them.
-        self.dense = self.mixing or mech.name == "ckks_relay"
+            require_sum(stack, TAG_WEIGHTS)
+        self.dense = self.dense_for(stack)
+
+    def dense_for(self, stack: ProtocolStack) -> bool:
+        """Dense (float, fixed layout) packages when the server combines them or CKKS carries them."""
+        return self.mixing or stack.resolve(TAG_MODEL, ExchangeKind.RELAY).mechanism.name == "ckks_relay"
+
+    def setup_server(self, party: Party) -> None:
+        party.state["model"] = self.make_model()  # W0, server-made
+
+    def setup_client(self, party: Party, index: int) -> None:
+        task = self.task
+        assert isinstance(task, GraphTask)  # guaranteed by ``tasks``
+        party.state["data"] = {"train": task.train[index], "val": task.val[index], "test": task.test[index]}
+        party.state["index"] = index
+        party.state["timing"] = dict.fromkeys(TIMING_KEYS, 0.0)
+        if not any(training_sets(task.train[index], self.arch).values()):
+            raise ConfigError(f"client {index} has no training graph of at most max_nodes={self.arch.max_node_num} "
+                              "nodes, so it would train no generator; raise --option max_nodes")
 
     # ------------------------------------------------------------ server half
     def configure_init(self, server: Party) -> dict[str, torch.Tensor]:
@@ -329,7 +354,7 @@ class CeFGC(Method):
             report = {"models": {str(s): v for s, v in rep.models.items()}, "train_seconds": rep.train_seconds, "cached": False}
             if cache is not None:
                 cache.store(k, key, models, report)
-            self.timing["diffusion_training"] += rep.train_seconds
+            _tick(client, "diffusion_training", rep.train_seconds)
         # the sender's Langevin settings: not part of the cache, so cached models serve any of them
         chosen, tune_seconds = set_sampling(
             models, graphs, self.arch, sampling=self.sampling, tune=bool(o["tune_sampling"]), tune_samples=int(o["tune_samples"]),
@@ -337,7 +362,7 @@ class CeFGC(Method):
         for slot, info in chosen.items():
             report["models"].setdefault(str(slot), {}).update(info)
         report["tune_seconds"] = tune_seconds
-        self.timing["sampler_tuning"] += tune_seconds
+        _tick(client, "sampler_tuning", tune_seconds)
         client.state["generators"] = models
         table_noise = {int(s): float(v["dp"]["table_sigma"]) for s, v in report["models"].items() if "dp" in v}
         if self.dp is not None and not table_noise:
@@ -345,7 +370,7 @@ class CeFGC(Method):
         client.state["feature_tables"] = fit_feature_tables(
             graphs, self.arch, noise_std=table_noise or None,
             generator=torch.Generator().manual_seed(self.config.seed * 7919 + k + TABLE_SEED_OFFSET) if table_noise else None)
-        self.info["clients"][client.pid] = {"phase1": report}
+        client.state["report"] = {"phase1": report}
 
     def handle_package(self, client: Party) -> bytes:
         """R1: this client's models as one relay item (dense for CKKS/mixing, else exact)."""
@@ -383,14 +408,14 @@ class CeFGC(Method):
 
             synthetic, verdicts = screen_units(local, synthetic, records, margin=float(self.options["screen_margin"]))
             client.state["screen"] = verdicts  # the receiver's own record of what it dropped
-            self.info["clients"][client.pid]["screen"] = [v.to_dict() for v in verdicts]
-        self.timing["sampling"] += time.perf_counter() - t0
+            client.state["report"]["screen"] = [v.to_dict() for v in verdicts]
+        _tick(client, "sampling", time.perf_counter() - t0)
         client.state["synthetic"] = synthetic  # the client's own training data from here on
         if self.owner_groups is not None:  # the heads this client trains: its own and its synthetic graphs'
             owned = owned_groups(self.owner_groups, list(local) + synthetic)
             client.state["owned_heads"] = owned
-            self.info["clients"][client.pid]["heads_trained"] = [n for n, o in zip(self.owner_groups.names, owned.tolist()) if o]
-        self.info["clients"][client.pid].update(
+            client.state["report"]["heads_trained"] = [n for n, o in zip(self.owner_groups.names, owned.tolist()) if o]
+        client.state["report"].update(
             received_models=len(models), synthetic=len(synthetic), local=len(local), units=records)
         t0 = time.perf_counter()
         model = self.make_model()
@@ -401,8 +426,8 @@ class CeFGC(Method):
         val, test = self.score_graphs(model, data["val"]), self.score_graphs(model, data["test"])
         client.state["scores"] = {"val_acc": val["acc"], "val_auc": val["auc"], "test_acc": test["acc"], "test_auc": test["auc"]}
         client.state["model"] = model
-        self.timing["gnn_training"] += time.perf_counter() - t0
-        self.info["clients"][client.pid]["gnn_epochs"] = epochs
+        _tick(client, "gnn_training", time.perf_counter() - t0)
+        client.state["report"]["gnn_epochs"] = epochs
         return state_of(model)
 
     def _peers_mean(self, client: Party, received: list[dict[str, torch.Tensor]]) -> list[dict[str, torch.Tensor]] | None:
@@ -435,39 +460,91 @@ class CeFGC(Method):
             device=self.config.device, generator=torch.Generator().manual_seed(seed), groups=self.task.label_groups)
 
     # ------------------------------------------------------------- the protocol
-    def run_round(self, fed: Federation, r: int) -> dict[str, float]:
-        ex, clients = fed.exchange, fed.client_ids
-        for cid in clients:  # phase 1, offline
-            self.handle_phase1(fed.parties[cid])
-        items = {cid: self.handle_package(fed.parties[cid]) for cid in clients}
+    def server_round(self, srv: ServerContext, r: int) -> dict[str, float]:
+        """Phase 1 at the clients, R1 + R2 (similarity and pairing for the + variants, the relay,
+        W0 with the training action) and R3, the one aggregate of the GIN weights."""
+        server = srv.party
+        ready = sorted(srv.ask(ACTION_PHASE1))  # phase 1, offline at each client; R1 inputs prepared
         t0 = time.perf_counter()
         learned: dict[str, float] = {}
         if self.mixing:  # R1 (similarity upload) -> keyholder decrypts the permuted cosines
-            vecs = {cid: self.handle_similarity_input(fed.parties[cid]) for cid in clients}
-            order, sim = ex.similarity(TAG_SIMILARITY, vecs, metric="cosine")
-            plan = self.configure_mix(fed.server, order, sim)
-            fed.stack.resolve(TAG_MODEL, ExchangeKind.RELAY).mechanism.plan_mix(fed.server, TAG_MODEL, plan)  # type: ignore[attr-defined]
-            learned.update(self.learned_from_mix(fed.server.state["partners"]))
-        bundles = ex.relay(TAG_MODEL, items, exclude_self=True, shuffle=True)  # R1 up + R2 down
-        w0 = ex.broadcast(TAG_INIT, self.configure_init(fed.server))  # R2 down
-        self.timing["protocol"] += time.perf_counter() - t0
-        weights = {cid: self.handle_bundle(fed.parties[cid], bundles[cid], w0[cid]) for cid in clients}
-        sizes = {cid: float(len(fed.parties[cid].state["data"]["train"])) for cid in clients}
+            order, sim = srv.similarity(TAG_SIMILARITY, clients=ready, metric="cosine")
+            plan = self.configure_mix(server, order, sim)
+            srv.exchange.stack.resolve(TAG_MODEL, ExchangeKind.RELAY).mechanism.plan_mix(server, TAG_MODEL, plan)  # type: ignore[attr-defined]
+            learned.update(self.learned_from_mix(server.state["partners"]))
+            ready = list(order)
+        forwarded = srv.relay(TAG_MODEL, clients=ready, exclude_self=True, shuffle=True)  # R1 up + R2 down
+        receivers = srv.broadcast(TAG_INIT, self.configure_init(server), to=forwarded)  # R2 down
+        protocol = time.perf_counter() - t0
+        trained = sorted(srv.ask(ACTION_TRAIN, to=receivers))  # sample, train the GIN, contribute R3
         t0 = time.perf_counter()
-        agg_weights = None if self.options["weighting"] == "uniform" else sizes
         if self.owner_groups is None:
-            mean = ex.aggregate(TAG_WEIGHTS, weights, weights=agg_weights)  # R3
+            mean = srv.aggregate(TAG_WEIGHTS, clients=trained)  # R3
         else:  # R3, each head over the clients that trained it; a head nobody trained keeps W0
-            owned = {cid: fed.parties[cid].state["owned_heads"] for cid in clients}
-            mean = aggregate_by_owner(ex, TAG_WEIGHTS, weights, self.owner_groups, owned, weights=agg_weights,
-                                      fallback=state_of(fed.server.state["model"]))
-        self.timing["protocol"] += time.perf_counter() - t0
-        self.aggregate_train(fed.server, mean)
+            mean = aggregate_owned(srv, TAG_WEIGHTS, self.owner_groups, clients=trained,
+                                   fallback=state_of(server.state["model"]))
+        protocol += time.perf_counter() - t0
+        _tick(server, "protocol", protocol)
+        self.aggregate_train(server, mean)
         return learned
 
+    def client_actions(self) -> Mapping[str, ClientAction]:
+        return {ACTION_PHASE1: self.on_phase1, ACTION_TRAIN: self.on_train}
+
+    def on_phase1(self, cli: ClientContext) -> None:
+        """Phase 1 (offline), then this client's R1 inputs: its package (and, + variants, its similarity vector)."""
+        party = cli.party
+        self.dense = self.dense_for(cli.exchange.stack)
+        self.handle_phase1(party)
+        cli.offer_relay(TAG_MODEL, self.handle_package(party))
+        if self.mixing:
+            cli.offer_similarity(TAG_SIMILARITY, self.handle_similarity_input(party))
+
+    def on_train(self, cli: ClientContext) -> None:
+        """R2 received: the other clients' models and W0; train the GIN and contribute it to R3."""
+        party = cli.party
+        w0 = cli.received(TAG_INIT, like=state_of(self.make_model()))
+        weights = self.handle_bundle(party, cli.relayed(TAG_MODEL), w0)
+        weight = None if self.options["weighting"] == "uniform" else float(len(party.state["data"]["train"]))
+        if self.owner_groups is None:
+            cli.contribute(TAG_WEIGHTS, weights, weight=weight)
+        else:
+            contribute_by_owner(cli, TAG_WEIGHTS, weights, self.owner_groups, party.state["owned_heads"], weight=weight)
+
     # ------------------------------------------------------------- measuring
-    def measure(self, fed: Federation) -> dict[str, Any]:
-        return measure_clients(self, fed)
+    def measure_client(self, party: Party) -> dict[str, Any]:
+        """The client's own scores, plus its report block (phase 1, what it received and
+        synthesized, its timings) for ``report()``."""
+        block = {"report": party.state.get("report", {}), "timing": party.state.get("timing", {})}
+        return {**party.state.get("scores", {}), MEASURE_CLIENT: json.dumps(block, default=float)}
+
+    def measure_server(self, party: Party) -> dict[str, Any]:
+        """The global model, plus what the server learned (the pairing) and its protocol time."""
+        block = {"partners": party.state.get("partners"), "similarity": party.state.get("similarity"),
+                 "protocol_seconds": party.state.get("timing", {}).get("protocol", 0.0)}
+        return {**server_model_material(self, party), MEASURE_SERVER: json.dumps(block, default=float)}
+
+    def combine_measures(self, server: Mapping[str, Any], per_client: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+        """``combine_client_scores`` of the clients' scores; the report blocks go to ``report()``."""
+        scores: dict[str, dict[str, Any]] = {}
+        timing = dict.fromkeys(TIMING_KEYS, 0.0)
+        for cid, values in per_client.items():
+            scores[cid] = {k: v for k, v in values.items() if k != MEASURE_CLIENT}
+            if MEASURE_CLIENT in values:
+                block = json.loads(values[MEASURE_CLIENT])
+                self.info["clients"][cid] = block["report"]
+                for k, v in block["timing"].items():
+                    timing[k] = timing.get(k, 0.0) + float(v)
+        if MEASURE_SERVER in server:
+            self._server_report = json.loads(server[MEASURE_SERVER])
+            timing["protocol"] = float(self._server_report["protocol_seconds"])
+        self.timing = timing
+        return combine_client_scores(self, {k: v for k, v in server.items() if k != MEASURE_SERVER}, scores)
+
+    def observe_run(self, fed: Federation) -> None:
+        """The experimenter's finished run: ``report()`` reads its transcript and stack."""
+        self._fed = fed
+        self.dense = self.dense_for(fed.stack)
 
     def summarize(self, history: list[dict[str, Any]]) -> dict[str, Any]:
         last = history[-1]
@@ -481,6 +558,8 @@ class CeFGC(Method):
 
     def report(self) -> dict[str, Any]:
         """Extra result.json keys: paper rounds vs actual flights, bytes per phase, timing."""
+        if self._fed is None:
+            raise RuntimeError("CeFGC.report() needs the finished run (observe_run)")
         tr = self._fed.transcript
         fl = flight_log.flights(tr)
         up = {TAG_MODEL, TAG_SIMILARITY}
@@ -497,8 +576,8 @@ class CeFGC(Method):
         if self.dp is not None:
             out["privacy"] = self.privacy_report()
         if self.mixing:
-            out["cefgc"]["server_learned"] = {"partners": self._fed.server.state.get("partners"),
-                                              "similarity": self._fed.server.state.get("similarity")}
+            out["cefgc"]["server_learned"] = {"partners": self._server_report.get("partners"),
+                                              "similarity": self._server_report.get("similarity")}
         return out
 
     def privacy_report(self) -> dict[str, Any]:
@@ -533,6 +612,12 @@ class CeFGC(Method):
     def _cache_path(self, k: int, graphs: list[Any]) -> Path | None:
         cache = self._cache()
         return cache.path(k, self._cache_key(k, graphs)) if cache is not None else None
+
+
+def _tick(party: Party, key: str, seconds: float) -> None:
+    """Add ``seconds`` to this party's own timing of ``key``."""
+    timing = party.state.setdefault("timing", dict.fromkeys(TIMING_KEYS, 0.0))
+    timing[key] = timing.get(key, 0.0) + seconds
 
 
 class CeFGCStar(CeFGC):

@@ -87,13 +87,13 @@ class SealedRelay(Mechanism):
 
         # --- each sender seals to each recipient (and, for onions, to the shuffler around it)
         for s in senders:
-            body = frame(items[s], self.params["padding"])
-            blobs: list[bytes] = []
-            for r in targets[s]:
-                inner = seal(
-                    sealing_directory.peer_public(call, s, r), body, context=item_binding(call, r, b"item")
-                )
-                if onion:
+            if onion:
+                body = frame(items[s], self.params["padding"])
+                blobs: list[bytes] = []
+                for r in targets[s]:
+                    inner = seal(
+                        sealing_directory.peer_public(call, s, r), body, context=item_binding(call, r, b"item")
+                    )
                     blobs.append(
                         seal(
                             sealing_directory.peer_public(call, s, SHUFFLER),
@@ -101,11 +101,11 @@ class SealedRelay(Mechanism):
                             context=item_binding(call, SHUFFLER, b"onion"),
                         )
                     )
-                else:
-                    blobs += [r.encode(), inner]
+                payload = pack_blobs(blobs)
+            else:
+                payload = seal_upload(call, s, items[s], targets[s], self.params["padding"])
             call.transport.send(
-                Envelope(s, (call.server,), call.round, call.tag, pack_blobs(blobs),
-                         stage=RelayStage.UPLOAD, form=Form.SEALED)
+                Envelope(s, (call.server,), call.round, call.tag, payload, stage=RelayStage.UPLOAD, form=Form.SEALED)
             )
 
         # --- server (and shuffler): route, shuffle, forward
@@ -130,15 +130,7 @@ class SealedRelay(Mechanism):
             (env,) = call.transport.receive_from(
                 r, [call.server], tag=call.tag, round=call.round, stage=RelayStage.FORWARD
             ).values()
-            boxes = unpack_blobs(env.payload, max_count=expected[r])
-            if len(boxes) != expected[r] or len(set(boxes)) != len(boxes):
-                raise ProtocolError(
-                    f"{r} expected {expected[r]} distinct sealed items for {call.tag!r}, got {len(boxes)} "
-                    f"({len(set(boxes))} distinct): the server dropped or duplicated items"
-                )
-            key = sealing_directory.own_key(call, r)
-            binding = item_binding(call, r, b"item")
-            out[r] = [unframe(key.open(b, context=binding)) for b in boxes]
+            out[r] = open_bundle(call, r, env.payload, expected[r])
         return out
 
     def _server_route(
@@ -156,3 +148,36 @@ class SealedRelay(Mechanism):
         if shuffle:
             bundles = {r: secure_shuffle(b) for r, b in bundles.items()}
         return bundles
+
+
+def seal_upload(call: ExchangeCall, sender: str, item: bytes, targets: list[str], padding: str | int) -> bytes:
+    """Acting as ``sender``: ``item`` framed and padded, sealed to each of ``targets``; the
+    ``relay/upload`` payload (a blob list of recipient, box pairs, in ``targets`` order).
+
+    Raises:
+        ProtocolError: ``sender`` holds no sealing key of a target (run the key directory first).
+    """
+    body = frame(item, padding)
+    blobs: list[bytes] = []
+    for r in targets:
+        blobs += [r.encode(), seal(sealing_directory.peer_public(call, sender, r), body,
+                                   context=item_binding(call, r, b"item"))]
+    return pack_blobs(blobs)
+
+
+def open_bundle(call: ExchangeCall, recipient: str, payload: bytes, expected: int) -> list[bytes]:
+    """Acting as ``recipient``: open the ``expected`` boxes of its ``relay/forward`` bundle.
+
+    Raises:
+        ProtocolError: Another count of boxes, or duplicates (the server dropped or duplicated items).
+        AuthenticationError: A box that does not open for ``recipient`` in this round and tag.
+    """
+    boxes = unpack_blobs(payload, max_count=expected)
+    if len(boxes) != expected or len(set(boxes)) != len(boxes):
+        raise ProtocolError(
+            f"{recipient} expected {expected} distinct sealed items for {call.tag!r}, got {len(boxes)} "
+            f"({len(set(boxes))} distinct): the server dropped or duplicated items"
+        )
+    key = sealing_directory.own_key(call, recipient)
+    binding = item_binding(call, recipient, b"item")
+    return [unframe(key.open(b, context=binding)) for b in boxes]
