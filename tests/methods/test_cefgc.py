@@ -385,3 +385,18 @@ def test_the_noise_plan_spends_the_target_epsilon_and_less_epsilon_means_more_no
     looser = plan_slot_noise(epsilon=2 * epsilon, delta=1e-5, num_graphs=40, batch_size=8, epochs=10)
     assert looser.noise_multiplier < plan.noise_multiplier and looser.histogram_sigma < plan.histogram_sigma
     assert 0 < ONE_SHOT_SHARE < 0.5
+
+
+def test_a_client_that_drops_out_before_its_sealed_upload_is_left_out_of_every_bundle() -> None:
+    method = method_class("cefgc")(_task(), _config())
+    fed = Federation(3, ProtocolStack.load("cefgc"), seed=1)
+    fed.exchange.dropouts = {"relay/upload": frozenset({"client/2"})}  # dies instead of uploading its boxes
+    runner = RoundRunner(method, fed, rounds=1, progress=False)
+    out = runner.run()
+    assert runner.program_parties.server.dropped["client/2"].startswith("relay/upload cefgc/model")
+    # the survivors still get each other's models (and nothing else), train and average
+    for c, other in (("client/0", "client/1"), ("client/1", "client/0")):
+        received = fed.parties[c].state["received_models"]
+        assert len(received) == len(fed.parties[other].state["generators"])
+    assert {r.sender for r in fed.transcript if r.tag == TAG_MODEL and r.stage == "relay/upload"} == {"client/0", "client/1"}
+    assert 0.0 <= out.summary["test_auc"] <= 1.0
