@@ -107,3 +107,52 @@ def test_fedstruct_under_its_secure_stack_over_flower_matches_the_in_process_bac
         assert abar and {f for _, f in abar} <= {Form.KEYS, Form.MASKED, Form.SEALED}
         grads = {r.form for r in tr if r.tag == "fedstruct/nsf_grad" and "server" in (r.sender, r.receiver)}
         assert grads and grads <= {Form.KEYS, Form.MASKED, Form.SEALED}
+
+
+def test_fedsheafhn_under_the_mailbox_over_flower_matches_the_in_process_backend(tmp_path):
+    # the default stack (fedsheafhn_secure): embeddings and feedback collected through the
+    # shuffler (its own process) under session pseudonyms, generated weights sealed back to each
+    # pseudonym's owner, metrics through SecAgg+; refresh_every=1 collects a new embedding in round 1
+    options = {"warmup_epochs": 2, "refresh_every": 1, "knn": 1, "hn_hidden": 8, "sheaf_hidden": 4, "sheaf_layers": 2}
+    cfg = RunConfig(method="fedsheafhn", dataset="csbm", clients=3, rounds=2, seed=5, hidden=8, local_epochs=2,
+                    progress=False, options=options)
+    work = tmp_path / "w"
+    fl = run_flower_experiment(cfg, workdir=work)
+    ip = run_experiment(cfg)
+    assert fl["flower"]["processes"] == {"server": 0, "shuffler": 0, **{client_id(k): 0 for k in range(3)}}
+    assert fl["flower"]["dropped"] == {}
+    assert fl["protocol"] == ip["protocol"] == "fedsheafhn_secure"
+    # same seed, same per-party RNG streams, rows in the embeddings' own order (not the
+    # pseudonyms', which each run redraws), exact secure sums: the same scores
+    for key in ("mean_val", "mean_test"):
+        assert [h[key] for h in fl["history"]] == pytest.approx([h[key] for h in ip["history"]], abs=1e-9), key
+    assert fl["metrics"]["test_acc"] == pytest.approx(ip["metrics"]["test_acc"], abs=1e-9)
+    assert [v["round"] for v in fl["flower"]["server_view"]] == [0, 1]
+    assert all(v["feedback_norm"] > 0 for v in fl["flower"]["server_view"])
+    assert fl["fedsheafhn"]["generated_floats_per_client"] == ip["fedsheafhn"]["generated_floats_per_client"]
+    # the same envelopes, shuffler traffic included, and the same bytes (sealed boxes are padded
+    # by a fixed rule, so their sizes do not depend on the keys)
+    assert fl["envelopes"] == ip["envelopes"]
+    assert fl["bytes_by_tag"] == ip["bytes_by_tag"]
+    assert fl["wire_bytes_total"] == ip["wire_bytes_total"]
+    flower_tr = Transcript()
+    load_jsonl(work / "transcript.jsonl", flower_tr)
+    inproc_tr = ip["_federation"].transcript
+
+    def key(r):
+        return (r.round, r.tag, r.stage, r.sender, r.receiver, r.form, r.payload_bytes)
+
+    assert Counter(map(key, flower_tr)) == Counter(map(key, inproc_tr))
+    # the server talked to no client about the pseudonymous tags (sealing keys aside)
+    for tr in (flower_tr, inproc_tr):
+        assert not [r for r in tr if r.tag in ("fedsheafhn/embedding", "fedsheafhn/feedback", "fedsheafhn/weights")
+                    and "server" in (r.sender, r.receiver) and "shuffler" not in (r.sender, r.receiver)
+                    and r.form is not Form.KEYS]
+
+
+# CeFGC under protocols/cefgc.toml: every package sealed end to end to every other client
+# (sealed_relay, with its sealing-key directory), W0 in the clear, the GIN weights through
+# SecAgg+. MUTAG-sized synthetic graphs (6-16 nodes); one pass of phase 1, one Langevin step per
+# noise level, three GIN epochs: the protocol is full size.
+CEFGC_TINY = {"diffusion_epochs": 1, "diffusion_batch": 64, "langevin_steps": 1, "tune_samples": 4, "gnn_epochs": 3,
+              "max_nodes": 16, "synthetic_ratio": 0.2}

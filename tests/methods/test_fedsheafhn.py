@@ -164,9 +164,7 @@ def test_pfedhn_sign_moves_generated_weights_towards_the_fine_tuned_ones() -> No
     for sign in ("pfedhn", "paper"):
         method = _method(_task(), 1, feedback_sign=sign, hn_dropout=0.0, sheaf_dropout=0.0)
         fed = Federation(method.num_clients, ProtocolStack.load("plaintext"), seed=3, extra_parties=method.extra_parties)
-        method.setup(fed)
-        fed.set_round(0)
-        method.run_round(fed, 0)
+        RoundRunner(method, fed, rounds=1, progress=False).run()  # one round of the party programs
         server = fed.server.state["sheafhn"]
         before = server.generate()
         targets = {cid: {n: t + 0.05 for n, t in before[cid].items()} for cid in fed.client_ids}
@@ -279,9 +277,7 @@ def test_sgd_hypernetwork_step_of_one_over_n_moves_the_shared_bias_by_the_mean_u
     task = _task()
     method = _method(task, 1, hn_optimizer=kind, hn_lr=1.0 / len(task.clients) if kind == "sgd" else 0.01)
     fed = Federation(method.num_clients, ProtocolStack.load("plaintext"), seed=3, extra_parties=method.extra_parties)
-    method.setup(fed)
-    fed.set_round(0)
-    method.run_round(fed, 0)
+    RoundRunner(method, fed, rounds=1, progress=False).run()  # one round of the party programs
     server = fed.server.state["sheafhn"]
     assert isinstance(server.hn_opt, torch.optim.SGD if kind == "sgd" else torch.optim.Adam)
     generated = server.generate()

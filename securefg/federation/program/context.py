@@ -90,6 +90,20 @@ class ServerContext:
 
         return relay.relay(self.exchange, tag, clients=clients, exclude_self=exclude_self, shuffle=shuffle)
 
+    def collect(self, tag: str, *, clients: Iterable[str] | None = None) -> dict[str, dict[str, torch.Tensor]]:
+        """Every tensor set ``clients`` offered for ``tag`` this round, by pseudonym (``mailbox``:
+        one the server cannot link to a client; ``plaintext``: the client's id)."""
+        from securefg.federation.program import collect
+
+        return collect.collect(self.exchange, tag, clients=clients)
+
+    def reply(self, tag: str, outputs: Mapping[str, Tensors]) -> list[str]:
+        """Each pseudonym's owner (from ``collect``) receives its tensors with its next step
+        (``ClientContext.replied``); returns the pseudonyms."""
+        from securefg.federation.program import collect
+
+        return collect.reply(self.exchange, tag, outputs)
+
 
 class ClientContext:
     """A client's side of one step, handed to its action handler.
@@ -149,6 +163,14 @@ class ClientContext:
     def relayed(self, tag: str) -> list[bytes]:
         """The items this client received from ``relay(tag)`` this round."""
         return self.exchange.halves["relay"].relayed(tag, self.round)
+
+    def offer_collect(self, tag: str, tensors: Tensors) -> None:
+        """This client's input to the server's ``collect(tag)`` this round."""
+        self.exchange.halves["collect"].offer(tag, self.round, tensors)
+
+    def replied(self, tag: str, like: Tensors | None = None) -> dict[str, torch.Tensor]:
+        """This client's own output of the server's ``reply(tag)`` this round."""
+        return self.exchange.halves["collect"].replied(tag, self.round, like)
 
 
 #: A method's client action: runs as the client on its own state; returns public reply info.

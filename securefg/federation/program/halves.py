@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 #: Modules that register client halves (import order = registration order).
-KINDS: tuple[str, ...] = ("securefg.federation.program.relay",)
+KINDS: tuple[str, ...] = ("securefg.federation.program.relay", "securefg.federation.program.collect")
 
 _HALVES: dict[str, Callable[[Any], Any]] = {}
 

@@ -17,6 +17,12 @@ Per round (all clients take part, as in the reference code):
 5. ``fedsheafhn/metrics`` (``aggregate``): mean validation/test accuracy, for the server's
    best-validation-round selection.
 
+As party programs (:mod:`securefg.federation.program`), the server's round asks two client
+actions: ``fedsheafhn/warmup`` (round 0: step 0, offering ``x_i``) and ``fedsheafhn/train``
+(steps 2-3 and the scores: the client reads its ``omega~_i`` from the reply, which rode with
+this step, and offers ``Delta omega~_i``, a refreshed ``x_i`` and its scores); the exchanges
+then run as their own steps (:mod:`securefg.federation.program.collect`).
+
 **Structural leak.** The hypernetwork needs ``Delta omega~_i`` *per client*: the gradient of its
 output layer is ``sum_i Delta_i h_i^T`` with every ``h_i`` known to the server, so even a masked
 sum would let it solve for each ``Delta_i`` (N <= hidden width). The feedback therefore reaches
@@ -33,10 +39,10 @@ from typing import Any, ClassVar
 import torch
 
 from securefg.errors import CheckpointError, ConfigError
-from securefg.federation.federation import Federation
-from securefg.federation.party import Party
+from securefg.federation.party import SERVER, Party
+from securefg.federation.program.context import ClientAction, ClientContext, ServerContext
 from securefg.methods.base import Method, MethodConfig, Task, register_method
-from securefg.methods.fedavg import measure_clients, summarize_task
+from securefg.methods.fedavg import combine_client_scores, summarize_task
 from securefg.methods.fedsheafhn.client import (
     GENERATED_PREFIXES,
     client_embedding,
@@ -45,7 +51,13 @@ from securefg.methods.fedsheafhn.client import (
 )
 from securefg.methods.fedsheafhn.server import FEEDBACK_SIGNS, HN_LR_SCHEDULES, HN_OPTIMIZERS, SheafHNServer
 from securefg.methods.tasks import NodeTask
-from securefg.methods.training import TrainConfig, evaluate_node, train_node_epochs, with_sparse_adjacency
+from securefg.methods.training import (
+    TrainConfig,
+    evaluate_node,
+    party_rng,
+    train_node_epochs,
+    with_sparse_adjacency,
+)
 from securefg.models.gcn import GCN
 from securefg.protocol.mechanism import ExchangeKind
 
@@ -54,6 +66,10 @@ TAG_WEIGHTS = "fedsheafhn/weights"
 TAG_FEEDBACK = "fedsheafhn/feedback"
 TAG_METRICS = "fedsheafhn/metrics"
 TAG_WARM_START = "fedsheafhn/warm_start"
+#: The server's own record of its seconds per round.
+TIMING = "fedsheafhn/timing"
+ACTION_WARMUP = "fedsheafhn/warmup"
+ACTION_TRAIN = "fedsheafhn/train"
 WARM_STARTS = ("init", "secure_mean")
 
 #: What the audit states for every stack (docs/fedsheafhn.md).
@@ -170,8 +186,7 @@ class FedSheafHN(Method):
             problems.append(f"feedback_sign must be one of {list(FEEDBACK_SIGNS)}, got {o['feedback_sign']!r}")
         if problems:
             raise ConfigError("invalid fedsheafhn options:\n" + "\n".join(f"- {p}" for p in problems))
-        self._timing: list[float] = []
-        self._feedback_norms: list[float] = []
+        self._timing: list[float] = []  # the server's seconds per round, as its measurement reports them
 
     def optimizer_for(self, model: torch.nn.Module) -> torch.optim.Optimizer:
         """Adam with ``--weight-decay`` on the local head and ``generated_wd`` on the generated layers."""
@@ -190,18 +205,13 @@ class FedSheafHN(Method):
         return model.to(self.config.device)
 
     # ------------------------------------------------------------------ setup
-    def setup(self, fed: Federation) -> None:
-        assert isinstance(self.task, NodeTask)
-        dev = self.config.device
-        for k, client in enumerate(fed.clients):
-            client.state["data"] = with_sparse_adjacency(self.task.clients[k]).to(dev)
-            client.state["model"] = self.make_model()
-            client.state["optimizer"] = self.optimizer_for(client.state["model"])
+    def setup_server(self, party: Party) -> None:
+        """The server's sheaf model and hypernetwork (its rows are filled by the first embeddings)."""
         o = self.options
         torch.manual_seed(self.config.seed + 1)
         hidden = self.config.hidden or 128
-        fed.server.state["sheafhn"] = SheafHNServer(
-            num_clients=len(fed.client_ids), embedding_dim=hidden, target_shapes=generated_shapes(self.make_model()),
+        party.state["sheafhn"] = SheafHNServer(
+            num_clients=self.num_clients, embedding_dim=hidden, target_shapes=generated_shapes(self.make_model()),
             knn=o["knn"], sheaf={"hidden_channels": o["sheaf_hidden"], "stalk_dim": o["stalk_dim"],
                                  "layers": o["sheaf_layers"], "dropout": o["sheaf_dropout"]},
             hn_hidden=o["hn_hidden"], hn_dropout=o["hn_dropout"], hn_lr=o["hn_lr"], sheaf_lr=o["sheaf_lr"],
@@ -211,7 +221,38 @@ class FedSheafHN(Method):
                             if n.startswith(GENERATED_PREFIXES)]),
         )
 
+    def setup_client(self, party: Party, index: int) -> None:
+        assert isinstance(self.task, NodeTask)
+        party.state["data"] = with_sparse_adjacency(self.task.clients[index]).to(self.config.device)
+        party.state["model"] = self.make_model()
+        party.state["optimizer"] = self.optimizer_for(party.state["model"])
+
     # ------------------------------------------------------------ client half
+    def client_actions(self) -> Mapping[str, ClientAction]:
+        return {ACTION_WARMUP: self.on_warmup, ACTION_TRAIN: self.on_train}
+
+    def on_warmup(self, cli: ClientContext) -> None:
+        """Round 0: train alone, offer the first embedding (and the warmed-up layers for a
+        ``secure_mean`` warm start). The warm-up draws its own stream, apart from round 0's
+        fine-tuning."""
+        with party_rng(self.config.seed, f"{cli.pid}#warmup", cli.round):
+            cli.offer_collect(TAG_EMBEDDING, self.handle_warmup(cli.party))
+        if self.options["warm_start"] == "secure_mean":
+            cli.contribute(TAG_WARM_START, self.handle_warm_layers(cli.party))
+
+    def on_train(self, cli: ClientContext) -> None:
+        """Install the generated weights that came for this client's pseudonym, fine-tune, offer
+        the feedback (and, on a refresh round, a new embedding) and the scores."""
+        party = cli.party
+        like = {n: p.detach().float().cpu() for n, p in party.state["model"].named_parameters()
+                if n.startswith(GENERATED_PREFIXES)}
+        generated = cli.replied(TAG_WEIGHTS, like=like)
+        with party_rng(self.config.seed, cli.pid, cli.round):
+            cli.offer_collect(TAG_FEEDBACK, self.handle_weights(party, generated))
+        if self.refreshes(cli.round):
+            cli.offer_collect(TAG_EMBEDDING, self.handle_embedding(party))
+        cli.contribute(TAG_METRICS, self.handle_report(party))
+
     def handle_warmup(self, client: Party) -> dict[str, torch.Tensor]:
         """Round 0: train alone for ``warmup_epochs``, then the first embedding."""
         train_node_epochs(client.state["model"], client.state["optimizer"], client.state["data"],
@@ -244,24 +285,26 @@ class FedSheafHN(Method):
         """Whether clients resend their embedding after round ``r`` (code: ``rnd % 5 == 0``, ``rnd > 0``)."""
         return r > 0 and r % self.options["refresh_every"] == 0
 
-    def run_round(self, fed: Federation, r: int) -> dict[str, float]:
-        ex, server = fed.exchange, fed.server.state["sheafhn"]
+    def server_round(self, srv: ServerContext, r: int) -> dict[str, float]:
+        """Round 0: warm-up and first embeddings (and the warm start). Every round: generate,
+        reply each row to its pseudonym's owner, collect the feedback, update; refresh the
+        embeddings on refresh rounds; the mean scores through the metrics aggregate."""
+        server: SheafHNServer = srv.state["sheafhn"]
         t0 = time.perf_counter()
         if r == 0:
-            server.set_embeddings({nym: t["x"] for nym, t in ex.collect(
-                TAG_EMBEDDING, {cid: self.handle_warmup(fed.parties[cid]) for cid in fed.client_ids}).items()})
+            srv.ask(ACTION_WARMUP)
+            server.set_embeddings({nym: t["x"] for nym, t in srv.collect(TAG_EMBEDDING).items()})
             if self.options["warm_start"] == "secure_mean":
-                server.set_base(ex.aggregate(TAG_WARM_START, {cid: self.handle_warm_layers(fed.parties[cid])
-                                                              for cid in fed.client_ids}))
-        received = ex.reply(TAG_WEIGHTS, server.generate())
-        feedback = {cid: self.handle_weights(fed.parties[cid], received[cid]) for cid in fed.client_ids}
-        norm = server.update(ex.collect(TAG_FEEDBACK, feedback))
+                server.set_base(srv.aggregate(TAG_WARM_START))
+        with party_rng(self.config.seed, SERVER, r):  # the server's own dropout draws, on every backend
+            generated = server.generate()
+        srv.reply(TAG_WEIGHTS, generated)
+        srv.ask(ACTION_TRAIN)
+        norm = server.update(srv.collect(TAG_FEEDBACK))
         if self.refreshes(r):
-            got = ex.collect(TAG_EMBEDDING, {cid: self.handle_embedding(fed.parties[cid]) for cid in fed.client_ids})
-            server.set_embeddings({nym: t["x"] for nym, t in got.items()})
-        mean = ex.aggregate(TAG_METRICS, {cid: self.handle_report(fed.parties[cid]) for cid in fed.client_ids})["scores"]
-        self._timing.append(time.perf_counter() - t0)
-        self._feedback_norms.append(norm)
+            server.set_embeddings({nym: t["x"] for nym, t in srv.collect(TAG_EMBEDDING).items()})
+        mean = srv.aggregate(TAG_METRICS)["scores"]
+        srv.state.setdefault(TIMING, []).append(time.perf_counter() - t0)
         return {"server_mean_val": float(mean[0]), "server_mean_test_acc": float(mean[1]), "feedback_norm": norm,
                 "attention_offdiag": server.attention_offdiag()}
 
@@ -280,19 +323,28 @@ class FedSheafHN(Method):
         }}
 
     # ------------------------------------------------------------- measuring
-    def measure(self, fed: Federation) -> dict[str, Any]:
-        return measure_clients(self, fed)
+    def measure_server(self, party: Party) -> dict[str, Any]:
+        """The server's seconds per round so far (for :meth:`report`, on every backend)."""
+        return {"seconds": [float(t) for t in party.state.get(TIMING, [])]}
+
+    def combine_measures(self, server: Mapping[str, Any],
+                         per_client: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+        """The clients' own scores (the server's timing goes to :meth:`report`, not the history)."""
+        if "seconds" in server:
+            self._timing = list(server["seconds"])
+        return combine_client_scores(self, {}, per_client)
 
     def summarize(self, history: list[dict[str, Any]]) -> dict[str, Any]:
         return summarize_task(self.task, history)
 
-    def checkpoint(self, fed: Federation) -> dict[str, dict[str, Any]]:
-        """Client models and optimisers plus the server's models (for inspection)."""
-        out = super().checkpoint(fed)
-        out["server"]["sheafhn"] = fed.server.state["sheafhn"].state_dicts()
+    def checkpoint_party(self, party: Party) -> dict[str, Any]:
+        """A client's model and optimiser; the server's models too (for inspection)."""
+        out = super().checkpoint_party(party)
+        if "sheafhn" in party.state:
+            out["sheafhn"] = party.state["sheafhn"].state_dicts()
         return out
 
-    def restore(self, fed: Federation, state: Mapping[str, Mapping[str, Any]]) -> None:
+    def restore_party(self, party: Party, items: Mapping[str, Any]) -> None:
         """Not supported: the server's rows are keyed by session pseudonyms a new session redraws."""
         raise CheckpointError(
             "fedsheafhn cannot resume: the server's rows are keyed by per-session pseudonyms that a new "

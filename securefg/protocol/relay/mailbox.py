@@ -122,94 +122,31 @@ class Mailbox(Mechanism):
         senders = sorted(p for p in inputs if p not in call.transport.offline)
         sealing_directory.ensure(call, holders=senders, owners=[call.server, SHUFFLER])
         for s in senders:
-            nym_pub = pseudonym_key(call, s).public_bytes
-            inner = seal(
-                sealing_directory.peer_public(call, s, call.server),
-                pack_blobs([nym_pub, frame(inputs[s], self.params["padding"])]),
-                context=item_binding(call, call.server, b"mailbox/collect"),
-            )
-            onion = seal(
-                sealing_directory.peer_public(call, s, SHUFFLER),
-                pack_blobs([pseudonym_of(nym_pub).encode(), inner]),
-                context=item_binding(call, SHUFFLER, b"mailbox/onion"),
-            )
-            call.transport.send(
-                Envelope(s, (SHUFFLER,), call.round, call.tag, onion, stage=MailboxStage.UPLOAD, form=Form.SEALED)
-            )
+            call.transport.send(upload_envelope(call, s, seal_upload(call, s, inputs[s], self.params["padding"])))
 
         # --- shuffler: peel, remember pseudonym -> client, shuffle, hand over
         got = call.transport.receive_from(SHUFFLER, senders, tag=call.tag, round=call.round, stage=MailboxStage.UPLOAD)
-        key = sealing_directory.own_key(call, SHUFFLER)
-        routes: dict[str, str] = call.state_of(SHUFFLER, self.name).setdefault("routes", {})
-        batch: list[bytes] = []
-        for s in sorted(got):
-            fields = unpack_blobs(key.open(got[s].payload, context=item_binding(call, SHUFFLER, b"mailbox/onion")),
-                                  max_count=2)
-            if len(fields) != 2:
-                raise ProtocolError(f"{s}'s onion for {call.tag!r} must hold a pseudonym and a sealed item")
-            nym = fields[0].decode("utf-8", errors="replace")
-            if routes.setdefault(nym, s) != s:
-                raise ProtocolError(f"pseudonym {nym} for {call.tag!r} is claimed by {s} and {routes[nym]}")
-            batch.append(fields[1])
-        call.transport.send(
-            Envelope(SHUFFLER, (call.server,), call.round, call.tag, pack_blobs(secure_shuffle(batch)),
-                     stage=MailboxStage.MIX, form=Form.SEALED)
-        )
+        call.transport.send(mix_envelope(call, mix_uploads(call, got, name=self.name)))
 
         # --- server: open every box, learn payloads under pseudonyms
         (env,) = call.transport.receive_from(
             call.server, [SHUFFLER], tag=call.tag, round=call.round, stage=MailboxStage.MIX
         ).values()
-        own = sealing_directory.own_key(call, call.server)
-        known: dict[str, bytes] = call.state_of(call.server, self.name).setdefault("keys", {})
-        out: dict[str, bytes] = {}
-        for box in unpack_blobs(env.payload, max_count=len(senders)):
-            fields = unpack_blobs(own.open(box, context=item_binding(call, call.server, b"mailbox/collect")),
-                                  max_count=2)
-            if len(fields) != 2 or len(fields[0]) != PUBLIC_KEY_BYTES:
-                raise ProtocolError(f"an item of {call.tag!r} must hold a pseudonym key and a payload")
-            nym = pseudonym_of(fields[0])
-            if nym in out:
-                raise ProtocolError(f"pseudonym {nym} sent two items for {call.tag!r}")
-            known[nym] = fields[0]
-            out[nym] = unframe(fields[1])
-        if len(out) != len(senders):
-            raise ProtocolError(f"server got {len(out)} items for {call.tag!r}, expected {len(senders)}")
-        return out
+        return open_batch(call, env.payload, count=len(senders), name=self.name)
 
     # ------------------------------------------------------------------------------- reply
     def run_reply(self, call: ExchangeCall, outputs: Mapping[str, bytes]) -> dict[str, bytes]:
         """Server -> shuffler -> owner: each output sealed to its pseudonym's key."""
         self._require_shuffler(call)
-        known: dict[str, bytes] = call.state_of(call.server, self.name).get("keys", {})
-        unknown = sorted(set(outputs) - set(known))
-        if unknown:
-            raise ProtocolError(f"{call.tag!r}: reply to pseudonyms {unknown} the server never collected from")
-        blobs: list[bytes] = []
-        for nym in sorted(outputs):
-            box = seal(known[nym], frame(outputs[nym], self.params["padding"]),
-                       context=item_binding(call, nym, b"mailbox/reply"))
-            blobs += [nym.encode(), box]
-        call.transport.send(
-            Envelope(call.server, (SHUFFLER,), call.round, call.tag, pack_blobs(blobs),
-                     stage=MailboxStage.REPLY, form=Form.SEALED)
-        )
+        call.transport.send(reply_envelope(call, seal_replies(call, outputs, self.params["padding"], name=self.name)))
 
         # --- shuffler: route each box to the client that owns the pseudonym
         (env,) = call.transport.receive_from(
             SHUFFLER, [call.server], tag=call.tag, round=call.round, stage=MailboxStage.REPLY
         ).values()
-        routes: dict[str, str] = call.state_of(SHUFFLER, self.name).get("routes", {})
-        fields = unpack_blobs(env.payload, max_count=2 * len(routes))
         owners: list[str] = []
-        for nym_b, box in zip(fields[0::2], fields[1::2]):
-            nym = nym_b.decode("utf-8", errors="replace")
-            owner = routes.get(nym)
-            if owner is None or not is_client(owner):
-                raise ProtocolError(f"shuffler holds no client for pseudonym {nym} ({call.tag!r})")
-            call.transport.send(
-                Envelope(SHUFFLER, (owner,), call.round, call.tag, box, stage=MailboxStage.DELIVER, form=Form.SEALED)
-            )
+        for owner, box in route_replies(call, env.payload, name=self.name):
+            call.transport.send(deliver_envelope(call, owner, box))
             owners.append(owner)
 
         # --- each owner opens its box with its pseudonym key
@@ -220,7 +157,133 @@ class Mailbox(Mechanism):
             (got,) = call.transport.receive_from(
                 owner, [SHUFFLER], tag=call.tag, round=call.round, stage=MailboxStage.DELIVER
             ).values()
-            key = pseudonym_key(call, owner)
-            out[owner] = unframe(key.open(got.payload, context=item_binding(call, pseudonym_of(key.public_bytes),
-                                                                            b"mailbox/reply")))
+            out[owner] = open_reply(call, owner, got.payload)
         return out
+
+
+# ------------------------------------------------------------------ each role's part
+# ``Mailbox.run_collect``/``run_reply`` play every role in one process; a party program runs
+# each of these in its own party's process (securefg.federation.program.collect).
+def seal_upload(call: ExchangeCall, sender: str, payload: bytes, padding: str | int) -> bytes:
+    """Acting as client ``sender`` (holding the server's and the shuffler's sealing keys): its onion."""
+    nym_pub = pseudonym_key(call, sender).public_bytes
+    inner = seal(
+        sealing_directory.peer_public(call, sender, call.server),
+        pack_blobs([nym_pub, frame(payload, padding)]),
+        context=item_binding(call, call.server, b"mailbox/collect"),
+    )
+    return seal(
+        sealing_directory.peer_public(call, sender, SHUFFLER),
+        pack_blobs([pseudonym_of(nym_pub).encode(), inner]),
+        context=item_binding(call, SHUFFLER, b"mailbox/onion"),
+    )
+
+
+def upload_envelope(call: ExchangeCall, sender: str, onion: bytes) -> Envelope:
+    """Client ``sender``'s onion to the shuffler."""
+    return Envelope(sender, (SHUFFLER,), call.round, call.tag, onion, stage=MailboxStage.UPLOAD, form=Form.SEALED)
+
+
+def mix_uploads(call: ExchangeCall, got: Mapping[str, Envelope], *, name: str = "mailbox") -> bytes:
+    """Acting as the shuffler: peel every onion, record ``pseudonym -> client``, return the
+    shuffled inner boxes as one blob list for the server.
+
+    Raises:
+        ProtocolError: A malformed onion, or a pseudonym claimed by two clients.
+    """
+    key = sealing_directory.own_key(call, SHUFFLER)
+    routes: dict[str, str] = call.state_of(SHUFFLER, name).setdefault("routes", {})
+    batch: list[bytes] = []
+    for s in sorted(got):
+        fields = unpack_blobs(key.open(got[s].payload, context=item_binding(call, SHUFFLER, b"mailbox/onion")),
+                              max_count=2)
+        if len(fields) != 2:
+            raise ProtocolError(f"{s}'s onion for {call.tag!r} must hold a pseudonym and a sealed item")
+        nym = fields[0].decode("utf-8", errors="replace")
+        if routes.setdefault(nym, s) != s:
+            raise ProtocolError(f"pseudonym {nym} for {call.tag!r} is claimed by {s} and {routes[nym]}")
+        batch.append(fields[1])
+    return pack_blobs(secure_shuffle(batch))
+
+
+def mix_envelope(call: ExchangeCall, batch: bytes) -> Envelope:
+    """The shuffler's batch to the server."""
+    return Envelope(SHUFFLER, (call.server,), call.round, call.tag, batch, stage=MailboxStage.MIX, form=Form.SEALED)
+
+
+def open_batch(call: ExchangeCall, batch: bytes, *, count: int, name: str = "mailbox") -> dict[str, bytes]:
+    """Acting as the server: open every box of the shuffler's batch; ``{pseudonym: payload}``
+    (and keep each pseudonym's public key for replies).
+
+    Raises:
+        ProtocolError: A malformed item, a pseudonym twice, or other than ``count`` items.
+    """
+    own = sealing_directory.own_key(call, call.server)
+    known: dict[str, bytes] = call.state_of(call.server, name).setdefault("keys", {})
+    out: dict[str, bytes] = {}
+    for box in unpack_blobs(batch, max_count=count):
+        fields = unpack_blobs(own.open(box, context=item_binding(call, call.server, b"mailbox/collect")),
+                              max_count=2)
+        if len(fields) != 2 or len(fields[0]) != PUBLIC_KEY_BYTES:
+            raise ProtocolError(f"an item of {call.tag!r} must hold a pseudonym key and a payload")
+        nym = pseudonym_of(fields[0])
+        if nym in out:
+            raise ProtocolError(f"pseudonym {nym} sent two items for {call.tag!r}")
+        known[nym] = fields[0]
+        out[nym] = unframe(fields[1])
+    if len(out) != count:
+        raise ProtocolError(f"server got {len(out)} items for {call.tag!r}, expected {count}")
+    return out
+
+
+def seal_replies(call: ExchangeCall, outputs: Mapping[str, bytes], padding: str | int, *,
+                 name: str = "mailbox") -> bytes:
+    """Acting as the server: each output sealed to its pseudonym's key, as one blob list
+    ``[pseudonym, box, ...]`` for the shuffler.
+
+    Raises:
+        ProtocolError: A pseudonym the server never collected from.
+    """
+    known: dict[str, bytes] = call.state_of(call.server, name).get("keys", {})
+    unknown = sorted(set(outputs) - set(known))
+    if unknown:
+        raise ProtocolError(f"{call.tag!r}: reply to pseudonyms {unknown} the server never collected from")
+    blobs: list[bytes] = []
+    for nym in sorted(outputs):
+        box = seal(known[nym], frame(outputs[nym], padding), context=item_binding(call, nym, b"mailbox/reply"))
+        blobs += [nym.encode(), box]
+    return pack_blobs(blobs)
+
+
+def reply_envelope(call: ExchangeCall, boxes: bytes) -> Envelope:
+    """The server's sealed replies to the shuffler."""
+    return Envelope(call.server, (SHUFFLER,), call.round, call.tag, boxes, stage=MailboxStage.REPLY, form=Form.SEALED)
+
+
+def route_replies(call: ExchangeCall, boxes: bytes, *, name: str = "mailbox") -> list[tuple[str, bytes]]:
+    """Acting as the shuffler: ``(owner, box)`` for every box, by the routes it recorded.
+
+    Raises:
+        ProtocolError: A pseudonym it holds no client for.
+    """
+    routes: dict[str, str] = call.state_of(SHUFFLER, name).get("routes", {})
+    fields = unpack_blobs(boxes, max_count=2 * len(routes))
+    out: list[tuple[str, bytes]] = []
+    for nym_b, box in zip(fields[0::2], fields[1::2]):
+        nym = nym_b.decode("utf-8", errors="replace")
+        owner = routes.get(nym)
+        if owner is None or not is_client(owner):
+            raise ProtocolError(f"shuffler holds no client for pseudonym {nym} ({call.tag!r})")
+        out.append((owner, box))
+    return out
+
+
+def deliver_envelope(call: ExchangeCall, owner: str, box: bytes) -> Envelope:
+    """The shuffler's box to the owner of its pseudonym."""
+    return Envelope(SHUFFLER, (owner,), call.round, call.tag, box, stage=MailboxStage.DELIVER, form=Form.SEALED)
+
+
+def open_reply(call: ExchangeCall, owner: str, box: bytes) -> bytes:
+    """Acting as client ``owner``: open its reply with its pseudonym key."""
+    key = pseudonym_key(call, owner)
+    return unframe(key.open(box, context=item_binding(call, pseudonym_of(key.public_bytes), b"mailbox/reply")))
