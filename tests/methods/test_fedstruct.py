@@ -68,14 +68,16 @@ def predictions(fed: Federation) -> torch.Tensor:
 
 def secure_at_full_precision() -> ProtocolStack:
     """``fedstruct_secure`` with broadcasts at their own precision and the gradient ring at
-    2^-24 (update and summed NSF gradient; the shipped 2^-20 is measured on Cora/CiteSeer,
-    docs/fedstruct.md): only the masked
-    sums' fixed-point error separates it from plaintext."""
+    2^-24 and clip 4 (update and summed NSF gradient; the shipped 2^-20 and 0.25 are measured on
+    Cora/CiteSeer, docs/fedstruct.md): only the masked sums' fixed-point error separates it from
+    plaintext."""
     data = tomllib.loads((protocols_dir() / "fedstruct_secure.toml").read_text())
     for table in data["tags"].values():
         table.pop("wire_dtype", None)
     for tag in ("fedstruct/update", "fedstruct/nsf_grad"):
         data["tags"][tag]["params"]["resolution"] = 2.0**-24
+        # no saturation either: with per-party dropout streams a test-graph gradient can pass 0.25
+        data["tags"][tag]["params"]["clip"] = 4.0
     return ProtocolStack.from_dict(data)
 
 
@@ -148,7 +150,9 @@ def test_protected_stack_trains_the_same_model_as_plaintext() -> None:
     task = small_task(seed=2)
     _, fed_p, out_p = run(task, "plaintext", rounds=4, nsf="hop2vec")
     _, fed_s, out_s = run(task, secure_at_full_precision(), rounds=4, nsf="hop2vec")
-    assert torch.allclose(predictions(fed_p), predictions(fed_s), atol=1e-4)
+    # Adam's first steps are about lr * sign(g): a coordinate whose gradient is within the ring's
+    # 2^-24 step of zero may move either way, so the fixed-point error grows to ~1.4e-4 by round 4
+    assert torch.allclose(predictions(fed_p), predictions(fed_s), atol=5e-4)
     assert [h["mean_test"] for h in out_p.history] == [h["mean_test"] for h in out_s.history]
     # the shipped stack also sends θ and the summed NSF gradient as bfloat16 and sums gradients
     # at 2^-20: close, not equal
@@ -283,24 +287,31 @@ def test_update_coordinates_beyond_the_clip_are_saturated_and_summed_exactly(mon
     """``fedstruct/update`` saturates beyond its clip (0.25). The 150-node test graph has few
     labelled nodes, so early gradients pass the clip (CiteSeer's peak over 100 rounds is 0.115):
     the server's sum is then exactly the sum of the clipped gradients, within the ring's step."""
-    from securefg.federation.exchange import Exchange
+    from securefg.federation.program.exchange import ClientExchange, ServerExchange
 
     stack = ProtocolStack.load("fedstruct_secure")
     quantizer = stack.resolve("fedstruct/update", ExchangeKind.AGGREGATE).mechanism.settings.quantizer(3)
     clip = quantizer.clip
     seen: list[tuple[float, float]] = []
-    original = Exchange.aggregate
+    inputs: dict[int, list[dict[str, torch.Tensor]]] = {}  # each client's gradients, by round
+    contribute, aggregate = ClientExchange.contribute, ServerExchange.aggregate
 
-    def recording(self: Exchange, tag: str, inputs: Any, **kw: Any) -> Any:
-        out = original(self, tag, inputs, **kw)
+    def recording_input(self: ClientExchange, tag: str, round: int, tensors: Any, **kw: Any) -> Any:
+        if tag == "fedstruct/update":
+            inputs.setdefault(round, []).append({k: v.detach().clone() for k, v in tensors.items()})
+        return contribute(self, tag, round, tensors, **kw)
+
+    def recording(self: ServerExchange, tag: str, **kw: Any) -> Any:
+        out = aggregate(self, tag, **kw)
         if tag == "fedstruct/update":
             for key, total in out.items():
-                parts = [d[key].double() for d in inputs.values()]
+                parts = [d[key].double() for d in inputs[self.round]]
                 clipped = sum(p.clamp(-clip, clip) for p in parts)
                 seen.append((max(float(p.abs().max()) for p in parts), float((total.double() - clipped).abs().max())))
         return out
 
-    monkeypatch.setattr(Exchange, "aggregate", recording)
+    monkeypatch.setattr(ClientExchange, "contribute", recording_input)
+    monkeypatch.setattr(ServerExchange, "aggregate", recording)
     run(small_task(seed=7), stack, rounds=3, nsf="hop2vec")
     assert max(peak for peak, _ in seen) > clip  # saturation did happen
     assert max(err for _, err in seen) <= quantizer.error_bound()

@@ -104,6 +104,26 @@ class ServerContext:
 
         return collect.reply(self.exchange, tag, outputs)
 
+    def peer_sum(self, tag: str, target: str, *, peers: Iterable[str] | None = None) -> tuple[str, ...]:
+        """``target`` gets the sum of what ``peers`` (default: every other live client) offered it
+        for ``tag`` (``ClientContext.peer_summed``); the server only relays. Returns who is in it."""
+        from securefg.federation.program import peer_sum
+
+        return peer_sum.peer_sum(self.exchange, tag, target, peers)
+
+    def shared_sum(self, tag: str, *, clients: Iterable[str] | None = None) -> tuple[str, ...]:
+        """Every client in ``clients`` gets the sum of what they offered for ``tag``
+        (``ClientContext.shared``; under ``blind_sum`` the server never reads it). Returns who is in it."""
+        from securefg.federation.program import shared_sum
+
+        return shared_sum.shared_sum(self.exchange, tag, clients)
+
+    def send(self, tag: str, tensors: Tensors, *, to: str) -> None:
+        """One point-to-point message to ``to`` (``ClientContext.sent``)."""
+        from securefg.federation.program import point_to_point
+
+        point_to_point.send(self.exchange, tag, tensors, to=to)
+
 
 class ClientContext:
     """A client's side of one step, handed to its action handler.
@@ -171,6 +191,32 @@ class ClientContext:
     def replied(self, tag: str, like: Tensors | None = None) -> dict[str, torch.Tensor]:
         """This client's own output of the server's ``reply(tag)`` this round."""
         return self.exchange.halves["collect"].replied(tag, self.round, like)
+
+    def offer_peer(self, tag: str, target: str, tensors: Tensors) -> None:
+        """This client's input to ``target``'s ``peer_sum(tag)`` this round."""
+        self.exchange.halves["peer_sum"].contribute(tag, self.round, target, tensors)
+
+    def peer_summed(self, tag: str) -> dict[str, torch.Tensor]:
+        """The sum of this client's peers' inputs to its ``peer_sum(tag)`` this round."""
+        return self.exchange.halves["peer_sum"].result(tag, self.round)
+
+    def offer_shared(self, tag: str, tensors: Tensors) -> None:
+        """This client's input to the server's ``shared_sum(tag)`` this round."""
+        self.exchange.halves["shared_sum"].contribute(tag, self.round, tensors)
+
+    def shared(self, tag: str) -> dict[str, torch.Tensor] | None:
+        """The ``shared_sum(tag)`` this client received this round (``None``: it cannot read it)."""
+        return self.exchange.halves["shared_sum"].result(tag, self.round)
+
+    def send(self, tag: str, tensors: Tensors, *, to: str) -> None:
+        """One point-to-point message to ``to``, forwarded by the server unopened."""
+        self.exchange.halves["send"].send(tag, self.round, tensors, to=to)
+
+    def sent(self, tag: str, *, sender: str | None = None) -> dict[str, Any]:
+        """The ``send(tag)`` messages this client got this round: from ``sender`` (its tensors),
+        or from everyone (``{sender: tensors}``)."""
+        half = self.exchange.halves["send"]
+        return half.received_all(tag, self.round) if sender is None else half.received(tag, self.round, sender=sender)
 
 
 #: A method's client action: runs as the client on its own state; returns public reply info.

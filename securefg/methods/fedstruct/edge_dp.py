@@ -23,7 +23,6 @@ them under fake pairs); the epsilon then no longer covers those edges, which rea
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +30,6 @@ import torch
 from torch import Tensor
 
 from securefg.errors import InvalidInputError
-from securefg.federation.federation import Federation
 from securefg.models.fedstruct import ClientGraphView, NodeDirectory
 from securefg.models.fedstruct.edge_rr import EdgeRR, UniformSource, csprng_uniform, respond, seeded_uniform
 
@@ -74,62 +72,74 @@ def _inter_pairs(view: ClientGraphView, directory: NodeDirectory, other: int) ->
     return torch.stack([view.local_rows(u), torch.searchsorted(theirs, w)])
 
 
-def report_views(
-    fed: Federation,
-    views: Sequence[ClientGraphView],
-    directory: NodeDirectory,
-    rr: EdgeRR,
-    *,
-    seed: int | None = None,
-    at_round: int = -1,
-) -> tuple[list[ClientGraphView], EdgeDPCounts]:
-    """Each client's reported view; inter-client reports travel as one ``peer_sum`` per receiver.
+@dataclass
+class ClientReports:
+    """Client ``k``'s randomized responses: what it draws, computed from its own view only.
 
     Args:
-        fed (Federation): The run (its exchange carries ``fedstruct/edge_rr``).
-        views (Sequence[ClientGraphView]): Every client's true view (client ``k`` reads only ``views[k]``).
+        intra (Tensor): Its reported intra pairs, both directions, as global ids ``[2, *]``.
+        inter (list[Tensor]): Its reported pairs to higher-id clients, ``(own id, other id)``.
+        out (dict[int, Tensor]): Per higher-id receiver: ``(row at the receiver, own global id)``.
+        counts (EdgeDPCounts): What its reporting did (simulation figures).
+    """
+
+    intra: Tensor
+    inter: list[Tensor]
+    out: dict[int, Tensor]
+    counts: EdgeDPCounts
+
+
+def client_reports(view: ClientGraphView, directory: NodeDirectory, rr: EdgeRR, *, seed: int | None = None
+                   ) -> ClientReports:
+    """As client ``view.client_id``: report its intra pairs and its pairs to every higher-id client.
+
+    Args:
+        view (ClientGraphView): The client's true view.
         directory (NodeDirectory): The public owner of every node.
         rr (EdgeRR): Reporting probabilities.
         seed (int, optional): Seeded noise for measurements; ``None`` = the OS CSPRNG.
-        at_round (int): The (offline) round the exchange runs in.
+    """
+    k, m = view.client_id, directory.num_clients
+    counts = EdgeDPCounts()
+    uniform = uniform_source(seed, k)
+    mine = view.nodes
+    pairs = _local_pairs(view)
+    got = respond(pairs, (view.num_nodes, view.num_nodes), rr, uniform, upper=True)
+    counts.record(pairs, got, view.num_nodes)
+    a, b = mine[got[0]], mine[got[1]]
+    intra = torch.cat([torch.stack([a, b]), torch.stack([b, a])], 1)
+    inter: list[Tensor] = []
+    out: dict[int, Tensor] = {}
+    for other in range(k + 1, m):
+        theirs = directory.nodes_of(other)
+        pairs = _inter_pairs(view, directory, other)
+        got = respond(pairs, (view.num_nodes, theirs.numel()), rr, uniform, upper=False)
+        counts.record(pairs, got, theirs.numel())
+        inter.append(torch.stack([mine[got[0]], theirs[got[1]]]))
+        out[other] = torch.stack([got[1], mine[got[0]]])
+    return ClientReports(intra, inter, out, counts)
+
+
+def report_block(reports: ClientReports, receiver: int, directory: NodeDirectory) -> Tensor:
+    """The dense 0/1 block this client puts into ``receiver``'s ``fedstruct/edge_rr`` peer sum."""
+    return _block(reports.out.get(receiver), directory.nodes_of(receiver).numel(), directory.num_nodes)
+
+
+def reported_view(view: ClientGraphView, directory: NodeDirectory, reports: ClientReports,
+                  summed: Tensor | None) -> ClientGraphView:
+    """As client ``view.client_id``: its reported view from its own reports and the summed block
+    its lower-id peers sent it (``None`` for client 0, which has none).
 
     Raises:
         InvalidInputError: A received block that is not the 0/1 report of lower-id clients' pairs.
     """
-    m, n = len(views), directory.num_nodes
-    counts = EdgeDPCounts()
-    intra: list[Tensor] = []
-    inter: list[list[Tensor]] = [[] for _ in range(m)]  # reported (own global id, other global id)
-    reports: list[dict[int, Tensor]] = []  # sender -> {receiver: (row at receiver, sender's global id)}
-    for k, view in enumerate(views):
-        uniform = uniform_source(seed, k)
-        mine = view.nodes
-        pairs = _local_pairs(view)
-        got = respond(pairs, (view.num_nodes, view.num_nodes), rr, uniform, upper=True)
-        counts.record(pairs, got, view.num_nodes)
-        a, b = mine[got[0]], mine[got[1]]
-        intra.append(torch.cat([torch.stack([a, b]), torch.stack([b, a])], 1))
-        out: dict[int, Tensor] = {}
-        for other in range(k + 1, m):
-            theirs = directory.nodes_of(other)
-            pairs = _inter_pairs(view, directory, other)
-            got = respond(pairs, (view.num_nodes, theirs.numel()), rr, uniform, upper=False)
-            counts.record(pairs, got, theirs.numel())
-            inter[k].append(torch.stack([mine[got[0]], theirs[got[1]]]))
-            out[other] = torch.stack([got[1], mine[got[0]]])
-        reports.append(out)
-    fed.set_round(at_round)
-    for recv in range(1, m):
-        theirs = directory.nodes_of(recv)
-        inputs = {fed.client_ids[k]: {"b": _block(reports[k].get(recv), theirs.numel(), n)} for k in range(m) if k != recv}
-        summed = fed.exchange.peer_sum(TAG_EDGE_RR, fed.client_ids[recv], inputs)["b"].double()
-        inter[recv].append(_received_pairs(summed, theirs, directory, recv))
-    reported = []
-    for k, view in enumerate(views):
-        e = _sorted(torch.cat(inter[k], 1) if inter[k] else torch.zeros(2, 0, dtype=torch.long))
-        reported.append(ClientGraphView(client_id=k, nodes=view.nodes, intra_edges=_sorted(intra[k]),
-                                        inter_edges=e, inter_owner=directory.owner[e[1]]))
-    return reported, counts
+    k = view.client_id
+    inter = list(reports.inter)
+    if summed is not None:
+        inter.append(_received_pairs(summed.double(), directory.nodes_of(k), directory, k))
+    e = _sorted(torch.cat(inter, 1) if inter else torch.zeros(2, 0, dtype=torch.long))
+    return ClientGraphView(client_id=k, nodes=view.nodes, intra_edges=_sorted(reports.intra),
+                           inter_edges=e, inter_owner=directory.owner[e[1]])
 
 
 def _block(pairs: Tensor | None, rows: int, n: int) -> Tensor:
@@ -183,4 +193,5 @@ def privacy_block(rr: EdgeRR, counts: EdgeDPCounts, *, seeded: bool, local_graph
     }
 
 
-__all__ = ["TAG_EDGE_RR", "EdgeDPCounts", "privacy_block", "report_views", "uniform_source"]
+__all__ = ["TAG_EDGE_RR", "ClientReports", "EdgeDPCounts", "client_reports", "privacy_block", "report_block",
+           "reported_view", "uniform_source"]

@@ -31,10 +31,8 @@ import torch
 from torch import Tensor
 
 from securefg.errors import QueryBudgetError
-from securefg.federation.federation import Federation
 from securefg.federation.party import Party, client_index
-from securefg.methods.fedstruct.parties import ClientData, load_parameters, score_with_nse
-from securefg.methods.fedstruct.server import prefixed
+from securefg.methods.fedstruct.parties import ClientData, score_with_nse
 from securefg.models.fedstruct import FedStructDGCN, NodeDirectory
 from securefg.models.fedstruct.client_step import labeled_cross_entropy
 
@@ -43,26 +41,19 @@ TAG_NSE = "fedstruct/hardened/nse"
 TAG_NSE_GRAD = "fedstruct/hardened/nse_grad"
 
 
-def share_columns(fed: Federation) -> None:
-    """H0: client i sends each owner j its block Ā[V_i, V_j]; j keeps ``abar_cols[i]``.
+def column_blocks(client: Party, clients: list[str]) -> dict[str, Tensor]:
+    """H0 as client i: its block Ā[V_i, V_j] for every owner j (``float32``).
 
-    Client i also keeps every block's transpose (``abar_rows_t[j]``) for its share of each
-    owner's gradient (:func:`grad_term`), so no round slices Ā[i] again."""
-    for pid in fed.client_ids:
-        fed.parties[pid].state["abar_cols"] = {}
-    for sender in fed.client_ids:
-        st = fed.parties[sender].state
-        d: NodeDirectory = st["directory"]
-        abar: Tensor = st["abar"]
-        blocks = {j: abar[:, d.nodes_of(client_index(j))].float() for j in fed.client_ids}
-        st["abar_rows_t"] = {j: b.t().contiguous() for j, b in blocks.items()}
-        st["abar_cols"][sender] = blocks[sender]
-        for receiver in fed.client_ids:
-            if receiver == sender:
-                continue
-            block = blocks[receiver]
-            got = fed.exchange.send(TAG_H0, {"a": block}, sender=sender, receiver=receiver)
-            fed.parties[receiver].state["abar_cols"][sender] = got["a"].float()
+    Client i keeps every block's transpose (``abar_rows_t[j]``) for its share of each owner's
+    gradient (:func:`grad_term`), so no round slices Ā[i] again, and its own block in
+    ``abar_cols``; the others go point to point to their owners (``fedstruct/hardened/abar_cols``)."""
+    st = client.state
+    d: NodeDirectory = st["directory"]
+    abar: Tensor = st["abar"]
+    blocks = {j: abar[:, d.nodes_of(client_index(j))].float() for j in clients}
+    st["abar_rows_t"] = {j: b.t().contiguous() for j, b in blocks.items()}
+    st["abar_cols"] = {client.pid: blocks[client.pid]}
+    return blocks
 
 
 def owner_transform(owner: Party) -> tuple[Tensor, Tensor]:
@@ -125,28 +116,3 @@ def owner_backward(owner: Party, u: Tensor) -> dict[str, Tensor]:
         s.grad = grads[-1]
         st["structure_opt"].step()
     return theta
-
-
-def run_round(fed: Federation, msgs: dict[str, dict[str, Tensor]], budget: int) -> dict[str, dict[str, Tensor]]:
-    """Phases 1-3 for every client; returns each client's ``fedstruct/update`` input."""
-    ex, pids = fed.exchange, fed.client_ids
-    for pid, msg in msgs.items():
-        party = fed.parties[pid]
-        load_parameters(party.state["model"], {k: v for k, v in msg.items() if k != "num_labeled"})
-        party.state["transformed"] = owner_transform(party)
-    thetas, g_terms = {}, {}
-    for target in pids:
-        answers = {j: answer(fed.parties[j], target, budget) for j in pids}
-        own = answers.pop(target)
-        got = ex.peer_sum(TAG_NSE, target, answers) if answers else {k: torch.zeros_like(v) for k, v in own.items()}
-        nse = {k: got[k].float() + own[k] for k in own}
-        num_labeled = int(msgs[target]["num_labeled"].item())  # from this client's own broadcast copy
-        thetas[target], g_terms[target] = receiver_step(fed.parties[target], nse, num_labeled)
-    updates: dict[str, dict[str, Tensor]] = {}
-    for owner in pids:
-        terms = {i: {"u": grad_term(fed.parties[i], owner, g_terms[i])} for i in pids}
-        own_u = terms.pop(owner)["u"]
-        u = (ex.peer_sum(TAG_NSE_GRAD, owner, terms)["u"].float() + own_u) if terms else own_u
-        g_theta = owner_backward(fed.parties[owner], u)
-        updates[owner] = prefixed({**thetas[owner], **g_theta})
-    return updates

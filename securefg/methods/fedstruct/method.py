@@ -19,30 +19,42 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, ClassVar
 
 import torch
 
 from securefg.federation.federation import Federation
-from securefg.federation.party import client_index
+from securefg.federation.party import SERVER, Party, client_id, client_index
+from securefg.federation.program.context import ClientAction, ClientContext, ServerContext
+from securefg.federation.program.step import InfoValue
 from securefg.methods.base import Method, MethodConfig, Task, register_method, select_best_round
 from securefg.methods.fedstruct import hardened, variant_a, variant_b
-from securefg.methods.fedstruct.edge_dp import TAG_EDGE_RR, EdgeDPCounts, privacy_block, report_views
-from securefg.methods.fedstruct.offline import TAG_ABAR, OfflineCost, offline_round, run_algorithm3
-from securefg.methods.fedstruct.parties import client_data, client_views, directory_of, make_model
-from securefg.methods.fedstruct.server import ServerOptimizer, structure_optimizer
+from securefg.methods.fedstruct.edge_dp import (
+    TAG_EDGE_RR,
+    EdgeDPCounts,
+    client_reports,
+    privacy_block,
+    report_block,
+    reported_view,
+)
+from securefg.methods.fedstruct.offline import TAG_ABAR, OfflineCost, offline_round, structure_view
+from securefg.methods.fedstruct.parties import client_data, client_views, directory_of, load_parameters, make_model
+from securefg.methods.fedstruct.server import ServerOptimizer, prefixed, structure_optimizer
 from securefg.methods.fedstruct.settings import OPTION_DEFAULTS, FedStructSettings, parse_settings
 from securefg.methods.fedstruct.structure import (
     NSF_SOURCE,
     TAG_NSF,
+    assemble_table,
     global_table,
     node2vec_table,
+    nsf_item,
     own_rows,
-    share_rows,
 )
 from securefg.methods.tasks import NodeTask
-from securefg.methods.training import TrainConfig
-from securefg.models.fedstruct import multi_hop_adjacency, rw_normalized_adjacency
+from securefg.methods.training import TrainConfig, party_rng
+from securefg.models.fedstruct import assemble, init_abar_state, multi_hop_adjacency, rw_normalized_adjacency
+from securefg.models.fedstruct.abar_protocol import contribution
 from securefg.protocol.mechanism import ExchangeKind
 
 TAG_MODEL = "fedstruct/model"
@@ -51,6 +63,22 @@ TAG_METRICS = "fedstruct/metrics"
 TAG_COUNT = "fedstruct/count"
 TAG_NSE = "fedstruct/nse"
 TAG_NSF_GRAD = variant_b.TAG_NSF_GRAD
+
+ACTION_EDGE_RR = "fedstruct/edge_rr/offer"
+ACTION_EDGE_RR_RECEIVE = "fedstruct/edge_rr/receive"
+ACTION_COUNT = "fedstruct/count"
+ACTION_ABAR_INIT = "fedstruct/abar/init"
+ACTION_ABAR_OFFER = "fedstruct/abar/offer"
+ACTION_ABAR_ASSEMBLE = "fedstruct/abar/assemble"
+ACTION_NSF_OFFER = "fedstruct/nsf/offer"
+ACTION_NSF_ASSEMBLE = "fedstruct/nsf/assemble"
+ACTION_H0_SEND = "fedstruct/h0/send"
+ACTION_H0_RECEIVE = "fedstruct/h0/receive"
+ACTION_ROUND = "fedstruct/round"
+ACTION_KEEP_NSF_GRAD = "fedstruct/nsf_grad/keep"
+ACTION_H_ANSWER = "fedstruct/hardened/answer"
+ACTION_H_RECEIVE = "fedstruct/hardened/receive"
+ACTION_H_BACKWARD = "fedstruct/hardened/backward"
 
 
 @register_method
@@ -91,49 +119,52 @@ class FedStruct(Method):
         super().__init__(task, config)
         self.settings: FedStructSettings = parse_settings(self.options, lr=config.train.lr,
                                                          weight_decay=config.train.weight_decay)
-        self.offline: OfflineCost | None = None
-        self.nsf_cost: dict[str, str | float | int] = {}
+        self._offline_facts: dict[str, Any] = {}
+        """What the server saw of the setup phase (its measurement), for :meth:`report`."""
         self.edge_dp_counts: EdgeDPCounts | None = None
-        self._fed: Federation | None = None
+        self._transcript: Any = None
+        """The run's (merged) transcript (``observe_run``), for the offline phase's bytes."""
+        self._queries: dict[str, dict[str, int]] = {}
+        assert isinstance(task, NodeTask)
+        # What the server knows by design, kept before a backend strips the server's task of the
+        # clients' data (the Flower server process): the public id/owner directory (notes B0) and,
+        # in variant A only, the global graph (edges) the server holds.
+        self._directory = directory_of(task) if task.full_graph is not None else None
+        self._server_graph = task.full_graph if self.settings.variant == "A" else None
 
     @property
     def hop2vec(self) -> bool:
         return self.settings.nsf == "hop2vec"
 
     # ------------------------------------------------------------------------- setup
-    def setup(self, fed: Federation) -> None:
+    def setup_server(self, party: Party) -> None:
+        """θ and its optimiser, the public directory; variant A also the global graph's Ā and S."""
         assert isinstance(self.task, NodeTask)
-        self._fed = fed
+        dev, seed = self.config.device, self.config.seed
+        party.state["server_opt"] = ServerOptimizer(make_model(self.task, self.settings, seed, dev), self.settings.config)
+        party.state["directory"] = self._directory  # public id/owner agreement (notes B0)
+        if self.settings.variant == "A":
+            self._setup_a(party)
+
+    def setup_client(self, party: Party, index: int) -> None:
+        """Client ``index``'s own view of the graph (its edges and its inter-edges' owners), data
+        and model; under edge DP the view it computes on is replaced in ``server_prepare``."""
+        assert isinstance(self.task, NodeTask)
         dev, seed = self.config.device, self.config.seed
         directory = directory_of(self.task)
-        views = client_views(self.task, directory)
-        used = views
-        if self.settings.edge_dp is not None:  # every party computes on its reported view from here on
-            used, self.edge_dp_counts = report_views(
-                fed, views, directory, self.settings.edge_dp, seed=seed if self.settings.edge_dp_seeded else None,
-                at_round=offline_round(1, len(self.settings.betas)))
-        for k, (pid, view, mine) in enumerate(zip(fed.client_ids, views, used, strict=True)):
-            st = fed.parties[pid].state
-            st.update(graph_view=view, structure_view=mine, directory=directory,
-                      data=client_data(self.task, k, view if self.settings.edge_dp_local_graph else mine,
-                                       self.settings, dev),
-                      model=make_model(self.task, self.settings, seed, dev), betas=list(self.settings.betas),
-                      num_nodes=directory.num_nodes, global_ids=view.nodes)
-        fed.server.state["server_opt"] = ServerOptimizer(make_model(self.task, self.settings, seed, dev), self.settings.config)
-        fed.server.state["directory"] = directory  # public id/owner agreement (notes B0)
-        fed.set_round(-1)
-        counts = {pid: {"n": torch.tensor([float(fed.parties[pid].state["data"].num_labeled)])} for pid in fed.client_ids}
-        fed.server.state["num_labeled"] = round(float(fed.exchange.aggregate(TAG_COUNT, counts, mean=False)["n"]))
-        if self.settings.variant == "A":
-            self._setup_a(fed)
-        else:
-            self._setup_b(fed, used)
+        view = client_views(self.task, directory)[index]  # simulation: read from the task, own rows only
+        party.state.update(graph_view=view, structure_view=view, directory=directory,
+                           data=client_data(self.task, index, view, self.settings, dev),
+                           model=make_model(self.task, self.settings, seed, dev), betas=list(self.settings.betas),
+                           num_nodes=directory.num_nodes, global_ids=view.nodes)
+        if self.settings.variant == "B" and self.settings.nsf == "node2vec":  # the simulation oracle (notes B2)
+            party.state["node2vec_rows"] = node2vec_table(self.task, self.settings, seed, dev)[view.nodes].float()
 
-    def _setup_a(self, fed: Federation) -> None:
+    def _setup_a(self, server: Party) -> None:
         """The server holds the global graph (edges only), Ā and S."""
-        task = self.task
-        assert isinstance(task, NodeTask) and task.full_graph is not None
-        st, cfg = fed.server.state, self.settings.config
+        assert isinstance(self.task, NodeTask) and self._server_graph is not None
+        task = replace(self.task, full_graph=self._server_graph)
+        st, cfg = server.state, self.settings.config
         n = int(task.full_graph.num_nodes)
         a_hat = rw_normalized_adjacency(task.full_graph.edge_index.cpu(), n)
         st["abar_global"] = multi_hop_adjacency(a_hat, self.settings.betas).to(self.config.device)
@@ -143,75 +174,270 @@ class FedStruct(Method):
         else:
             st["structure"] = table
 
-    def _setup_b(self, fed: Federation, views: list[Any]) -> None:
-        """Algorithm 3, then NSFs shared (B) or kept by their owners (hardened)."""
-        self.offline = run_algorithm3(fed, betas=self.settings.betas, prune_p=self.settings.prune_p)
-        seed, dev, cfg = self.config.seed, self.config.device, self.settings.config
-        num_nodes = fed.server.state["directory"].num_nodes
-        oracle = node2vec_table(self.task, self.settings, seed, dev) if self.settings.nsf == "node2vec" else None  # type: ignore[arg-type]
-        rows = {pid: own_rows(v, self.settings, num_nodes=num_nodes, seed=seed, oracle=oracle)
-                for pid, v in zip(fed.client_ids, views, strict=True)}
-        fed.set_round(-1)
-        start, before = time.perf_counter(), len(fed.transcript)
+    def server_prepare(self, srv: ServerContext) -> None:
+        """The setup phase with communication (rounds -L_s .. -1): the labelled count, then (B)
+        edge-DP reports, Algorithm 3 and the NSF sharing (or the hardened H0 blocks)."""
+        ex = srv.exchange
+        hops = len(self.settings.betas)
+        if self.settings.variant == "B" and self.settings.edge_dp is not None:
+            ex.round = offline_round(1, hops)
+            srv.ask(ACTION_EDGE_RR)
+            for recv in srv.clients[1:]:
+                srv.peer_sum(TAG_EDGE_RR, recv)
+            srv.ask(ACTION_EDGE_RR_RECEIVE)
+            ex.round = -1
+        srv.ask(ACTION_COUNT)
+        srv.state["num_labeled"] = round(float(srv.aggregate(TAG_COUNT, mean=False)["n"]))
+        if self.settings.variant == "B":
+            self._prepare_b(srv)
+
+    def _prepare_b(self, srv: ServerContext) -> None:
+        """Algorithm 3 (every client gets its rows of Ā through peer sums), then NSFs shared (B)
+        or column blocks sent to their owners (hardened). The server keeps what it saw of the
+        phase (``fedstruct/offline``: hops, peer sums, time, non-zeros the clients reported)."""
+        ex = srv.exchange
+        hops = len(self.settings.betas)
+        start = time.perf_counter()
+        srv.ask(ACTION_ABAR_INIT)
+        sums = nnz = 0
+        hop = 1
+        for hop in range(2, hops + 1):
+            ex.round = offline_round(hop, hops)
+            nnz += sum(int(v.get("nnz", 0)) for v in srv.ask(ACTION_ABAR_OFFER).values())
+            if len(srv.clients) > 1:
+                for target in srv.clients:
+                    srv.peer_sum(TAG_ABAR, target)
+                    sums += 1
+            srv.ask(ACTION_ABAR_ASSEMBLE)
+        ex.round = -1
+        abar = {"hops": hop, "peer_sums": sums, "seconds": time.perf_counter() - start,
+                "prune_p": self.settings.prune_p, "nonzeros": nnz}
+        start = time.perf_counter()
         if self.settings.hardened:
-            hardened.share_columns(fed)
-            tables = rows
+            srv.ask(ACTION_H0_SEND)
+            srv.ask(ACTION_H0_RECEIVE)
             tag = hardened.TAG_H0
         else:
-            tables = share_rows(fed, {pid: (v.nodes, rows[pid]) for pid, v in zip(fed.client_ids, views, strict=True)},
-                                num_nodes)
+            srv.ask(ACTION_NSF_OFFER)
+            srv.relay(TAG_NSF, exclude_self=True, shuffle=True)
+            srv.ask(ACTION_NSF_ASSEMBLE)
             tag = TAG_NSF
-        recs = [r for r in list(fed.transcript)[before:] if r.tag == tag]
-        self.nsf_cost = {"tag": tag, "bytes": sum(r.payload_bytes for r in recs),
-                         "wire_bytes": sum(r.wire_bytes for r in recs), "seconds": time.perf_counter() - start}
-        for pid in fed.client_ids:
-            st = fed.parties[pid].state
-            table = tables[pid].to(dev)
-            if self.hop2vec:
-                st["structure"], st["structure_opt"] = structure_optimizer(table, cfg)
-            else:
-                st["structure"] = table
-            if not self.settings.hardened:
-                st["batch"] = variant_b.client_batch(st["data"], st["abar"])
+        srv.state[_OFFLINE] = {"abar": abar, "nsf_share": {"tag": tag, "seconds": time.perf_counter() - start}}
 
     # ------------------------------------------------------------------------- rounds
-    def run_round(self, fed: Federation, r: int) -> dict[str, float]:
-        ex, server = fed.exchange, fed.server
-        opt: ServerOptimizer = server.state["server_opt"]
-        count = {"num_labeled": torch.tensor([float(server.state["num_labeled"])])}
+    def server_round(self, srv: ServerContext, r: int) -> dict[str, float]:
+        opt: ServerOptimizer = srv.state["server_opt"]
+        count = {"num_labeled": torch.tensor([float(srv.state["num_labeled"])])}
         if self.settings.variant == "A":
-            nse_train, nse_eval = variant_a.server_nse(server)
-            received = ex.broadcast(TAG_MODEL, {**opt.theta("f."), **count})
-            updates = {}
-            directory = server.state["directory"]
-            for cid, theta_f in received.items():
+            with party_rng(self.config.seed, SERVER, r):
+                nse_train, nse_eval = variant_a.server_nse(srv.party)
+            srv.broadcast(TAG_MODEL, {**opt.theta("f."), **count})
+            directory = srv.state["directory"]
+            for cid in srv.clients:
                 rows = directory.nodes_of(client_index(cid))
-                nse = ex.send(TAG_NSE, {"nse": nse_train[rows].detach(), "nse_eval": nse_eval[rows]},
-                              sender=server.pid, receiver=cid)
-                updates[cid] = variant_a.handle_round(fed.parties[cid], theta_f, nse)
-            total = ex.aggregate(TAG_UPDATE, updates, mean=False)
-            g_grads = self._server_backward_a(server, nse_train, total[variant_a.NSE_GRAD])
+                srv.send(TAG_NSE, {"nse": nse_train[rows].detach(), "nse_eval": nse_eval[rows]}, to=cid)
+            srv.ask(ACTION_ROUND)
+            total = srv.aggregate(TAG_UPDATE, mean=False)
+            g_grads = self._server_backward_a(srv.party, nse_train, total[variant_a.NSE_GRAD])
             opt.step(total, extra=g_grads)
+        elif self.settings.hardened:
+            srv.broadcast(TAG_MODEL, {**opt.theta(), **count})
+            srv.ask(ACTION_H_ANSWER)
+            for target in srv.clients if len(srv.clients) > 1 else ():
+                srv.peer_sum(hardened.TAG_NSE, target)
+            srv.ask(ACTION_H_RECEIVE)
+            for owner in srv.clients if len(srv.clients) > 1 else ():
+                srv.peer_sum(hardened.TAG_NSE_GRAD, owner)
+            srv.ask(ACTION_H_BACKWARD)
+            opt.step(srv.aggregate(TAG_UPDATE, mean=False))
         else:
-            received = ex.broadcast(TAG_MODEL, {**opt.theta(), **count})
-            if self.settings.hardened:
-                updates = hardened.run_round(fed, received, self.settings.query_budget)
-            else:
-                updates = {cid: variant_b.handle_round(fed.parties[cid], msg, hop2vec=self.hop2vec)
-                           for cid, msg in received.items()}
-                nsf_grads = {cid: {variant_b.NSF_GRAD: u.pop(variant_b.NSF_GRAD)} for cid, u in updates.items()
-                             if variant_b.NSF_GRAD in u}
-                if nsf_grads:  # Hop2Vec: the summed ∇S is for the clients (B5); the server relays it
-                    for cid, got in ex.shared_sum(TAG_NSF_GRAD, nsf_grads).items():
-                        variant_b.keep_nsf_grad(fed.parties[cid], got[variant_b.NSF_GRAD])
-            total = ex.aggregate(TAG_UPDATE, updates, mean=False)
-            opt.step(total)
-        reports = {cid: {"counts": fed.parties[cid].state["counts"]} for cid in fed.client_ids}
-        c = ex.aggregate(TAG_METRICS, reports, mean=False)["counts"]
+            srv.broadcast(TAG_MODEL, {**opt.theta(), **count})
+            srv.ask(ACTION_ROUND)
+            if self.hop2vec:  # the summed ∇S is for the clients (B5); the server relays it
+                srv.shared_sum(TAG_NSF_GRAD)
+                srv.ask(ACTION_KEEP_NSF_GRAD)
+            opt.step(srv.aggregate(TAG_UPDATE, mean=False))
+        c = srv.aggregate(TAG_METRICS, mean=False)["counts"]
         return {"server_val_acc": float(c[0] / c[1]) if c[1] else float("nan"),
                 "server_test_acc": float(c[2] / c[3]) if c[3] else float("nan")}
 
-    def _server_backward_a(self, server: Any, nse_train: torch.Tensor, nse_grad: torch.Tensor) -> dict[str, torch.Tensor]:
+    # ------------------------------------------------------------------ client half
+    def client_actions(self) -> Mapping[str, ClientAction]:
+        return {
+            ACTION_EDGE_RR: self.on_edge_rr, ACTION_EDGE_RR_RECEIVE: self.on_edge_rr_receive,
+            ACTION_COUNT: self.on_count, ACTION_ABAR_INIT: self.on_abar_init, ACTION_ABAR_OFFER: self.on_abar_offer,
+            ACTION_ABAR_ASSEMBLE: self.on_abar_assemble, ACTION_NSF_OFFER: self.on_nsf_offer,
+            ACTION_NSF_ASSEMBLE: self.on_nsf_assemble, ACTION_H0_SEND: self.on_h0_send,
+            ACTION_H0_RECEIVE: self.on_h0_receive, ACTION_ROUND: self.on_round,
+            ACTION_KEEP_NSF_GRAD: self.on_keep_nsf_grad, ACTION_H_ANSWER: self.on_h_answer,
+            ACTION_H_RECEIVE: self.on_h_receive, ACTION_H_BACKWARD: self.on_h_backward,
+        }
+
+    def on_edge_rr(self, cli: ClientContext) -> None:
+        """Edge DP: draw this client's reports; send each higher-id client its block (every
+        other peer of that client sends zeros) through that client's peer sum."""
+        st = cli.state
+        rr = self.settings.edge_dp
+        assert rr is not None
+        directory = st["directory"]
+        reports = client_reports(st["graph_view"], directory, rr,
+                                 seed=self.config.seed if self.settings.edge_dp_seeded else None)
+        st["edge_dp_reports"] = reports
+        me = client_index(cli.pid)
+        for recv in range(1, directory.num_clients):
+            if recv != me:
+                cli.offer_peer(TAG_EDGE_RR, client_id(recv), {"b": report_block(reports, recv, directory)})
+
+    def on_edge_rr_receive(self, cli: ClientContext) -> None:
+        """Edge DP: this client's reported view, which it computes on from here on."""
+        st = cli.state
+        me = client_index(cli.pid)
+        reports = st.pop("edge_dp_reports")
+        summed = cli.peer_summed(TAG_EDGE_RR)["b"] if me > 0 else None
+        view = reported_view(st["graph_view"], st["directory"], reports, summed)
+        st["structure_view"] = view
+        st["edge_dp_counts"] = reports.counts
+        if not self.settings.edge_dp_local_graph:
+            assert isinstance(self.task, NodeTask)
+            st["data"] = client_data(self.task, me, view, self.settings, self.config.device)
+
+    def on_count(self, cli: ClientContext) -> None:
+        cli.contribute(TAG_COUNT, {"n": torch.tensor([float(cli.state["data"].num_labeled)])})
+
+    def on_abar_init(self, cli: ClientContext) -> None:
+        st = cli.state
+        st["abar_state"] = init_abar_state(structure_view(st), st["directory"], betas=self.settings.betas,
+                                           dtype=torch.float64)
+        self._abar_done(st)
+
+    def on_abar_offer(self, cli: ClientContext) -> dict[str, InfoValue]:
+        """Algorithm 3, one hop: this client's message B_ik to every receiver i (its own kept)."""
+        st = cli.state
+        state = st["abar_state"]
+        me, nnz = client_index(cli.pid), 0
+        for i in range(st["directory"].num_clients):
+            msg = contribution(structure_view(st), state, directory=st["directory"], receiver=i,
+                               prune_p=self.settings.prune_p or None)
+            if i == me:
+                st["abar_own"] = msg
+            else:
+                nnz += int(msg.count_nonzero())
+                cli.offer_peer(TAG_ABAR, client_id(i), {"b": msg})
+        return {"nnz": nnz}
+
+    def on_abar_assemble(self, cli: ClientContext) -> None:
+        st = cli.state
+        own = st.pop("abar_own")
+        summed = cli.peer_summed(TAG_ABAR)["b"].to(torch.float64) + own if st["directory"].num_clients > 1 else own
+        st["abar_state"] = assemble(structure_view(st), st["abar_state"], summed=summed)
+        self._abar_done(st)
+
+    def _abar_done(self, st: dict[str, Any]) -> None:
+        if st["abar_state"].done:
+            st.update(abar=st.pop("abar_state").abar, betas=list(self.settings.betas))
+
+    def _own_rows(self, st: dict[str, Any]) -> torch.Tensor:
+        if self.settings.nsf == "node2vec":
+            return st["node2vec_rows"]
+        return own_rows(structure_view(st), self.settings, num_nodes=st["num_nodes"], seed=self.config.seed,
+                        oracle=None)
+
+    def _keep_structure(self, st: dict[str, Any], table: torch.Tensor) -> None:
+        table = table.to(self.config.device)
+        if self.hop2vec:
+            st["structure"], st["structure_opt"] = structure_optimizer(table, self.settings.config)
+        else:
+            st["structure"] = table
+
+    def on_nsf_offer(self, cli: ClientContext) -> None:
+        st = cli.state
+        st["own_nsf"] = self._own_rows(st)
+        cli.offer_relay(TAG_NSF, nsf_item(structure_view(st).nodes, st["own_nsf"]))
+
+    def on_nsf_assemble(self, cli: ClientContext) -> None:
+        st = cli.state
+        table = assemble_table(structure_view(st).nodes, st.pop("own_nsf"), cli.relayed(TAG_NSF), st["num_nodes"])
+        self._keep_structure(st, table)
+        st["batch"] = variant_b.client_batch(st["data"], st["abar"])
+
+    def on_h0_send(self, cli: ClientContext) -> None:
+        blocks = hardened.column_blocks(cli.party, list(cli.clients))
+        for receiver, block in blocks.items():
+            if receiver != cli.pid:
+                cli.send(hardened.TAG_H0, {"a": block}, to=receiver)
+
+    def on_h0_receive(self, cli: ClientContext) -> None:
+        st = cli.state
+        for sender, got in sorted(cli.sent(hardened.TAG_H0).items()):
+            st["abar_cols"][sender] = got["a"].float()
+        self._keep_structure(st, self._own_rows(st))
+
+    def _received_model(self, cli: ClientContext, prefix: str = "") -> dict[str, torch.Tensor]:
+        like = {k: p.detach() for k, p in cli.state["model"].named_parameters() if k.startswith(prefix)}
+        return cli.received(TAG_MODEL, like={**like, "num_labeled": torch.zeros(1)})
+
+    def on_round(self, cli: ClientContext) -> None:
+        """Variants A and B: score the received model, contribute the gradients (and ∇S)."""
+        party = cli.party
+        if self.settings.variant == "A":
+            theta_f = self._received_model(cli, "f.")
+            nse = cli.sent(TAG_NSE, sender=SERVER)
+            with party_rng(self.config.seed, cli.pid, cli.round):
+                update = variant_a.handle_round(party, theta_f, nse)
+        else:
+            msg = self._received_model(cli)
+            with party_rng(self.config.seed, cli.pid, cli.round):
+                update = variant_b.handle_round(party, msg, hop2vec=self.hop2vec)
+            if variant_b.NSF_GRAD in update:
+                cli.offer_shared(TAG_NSF_GRAD, {variant_b.NSF_GRAD: update.pop(variant_b.NSF_GRAD)})
+        cli.contribute(TAG_UPDATE, update)
+        cli.contribute(TAG_METRICS, {"counts": party.state["counts"]})
+
+    def on_keep_nsf_grad(self, cli: ClientContext) -> None:
+        got = cli.shared(TAG_NSF_GRAD)
+        if got is not None:
+            variant_b.keep_nsf_grad(cli.party, got[variant_b.NSF_GRAD])
+
+    def on_h_answer(self, cli: ClientContext) -> None:
+        """Hardened H1 as owner j: load θ, transform S_j, answer every receiver's NSE query."""
+        party, st = cli.party, cli.state
+        msg = self._received_model(cli)
+        load_parameters(st["model"], {k: v for k, v in msg.items() if k != "num_labeled"})
+        st["num_labeled_total"] = int(msg["num_labeled"].item())
+        with party_rng(self.config.seed, cli.pid, cli.round):
+            st["transformed"] = hardened.owner_transform(party)
+        for target in cli.clients:
+            ans = hardened.answer(party, target, self.settings.query_budget)
+            if target == cli.pid:
+                st["own_answer"] = ans
+            else:
+                cli.offer_peer(hardened.TAG_NSE, target, ans)
+
+    def on_h_receive(self, cli: ClientContext) -> None:
+        """Hardened, as receiver i: its NSEs, its step, its terms of every owner's U_j."""
+        party, st = cli.party, cli.state
+        own = st.pop("own_answer")
+        got = cli.peer_summed(hardened.TAG_NSE) if len(cli.clients) > 1 else {k: torch.zeros_like(v) for k, v in own.items()}
+        nse = {k: got[k].float() + own[k] for k in own}
+        with party_rng(self.config.seed, cli.pid + "/receive", cli.round):
+            st["theta_f"], g_i = hardened.receiver_step(party, nse, st.pop("num_labeled_total"))
+        for owner in cli.clients:
+            term = hardened.grad_term(party, owner, g_i)
+            if owner == cli.pid:
+                st["own_u"] = term
+            else:
+                cli.offer_peer(hardened.TAG_NSE_GRAD, owner, {"u": term})
+
+    def on_h_backward(self, cli: ClientContext) -> None:
+        """Hardened, as owner j: U_j through g; contribute ∇θ_f (as receiver) and ∇θ_s (as owner)."""
+        party, st = cli.party, cli.state
+        own_u = st.pop("own_u")
+        u = cli.peer_summed(hardened.TAG_NSE_GRAD)["u"].float() + own_u if len(cli.clients) > 1 else own_u
+        g_theta = hardened.owner_backward(party, u)
+        cli.contribute(TAG_UPDATE, prefixed({**st.pop("theta_f"), **g_theta}))
+        cli.contribute(TAG_METRICS, {"counts": st["counts"]})
+
+    def _server_backward_a(self, server: Party, nse_train: torch.Tensor, nse_grad: torch.Tensor) -> dict[str, torch.Tensor]:
         """A's server: the summed NSE gradient through ``g`` (returns ∇θ_s) and S (steps Hop2Vec)."""
         st = server.state
         model = st["server_opt"].model
@@ -227,38 +453,93 @@ class FedStruct(Method):
                 for (k, p), g in zip(g_params.items(), grads[: len(g_params)], strict=True)}
 
     # ---------------------------------------------------------------------- checkpoints
-    def checkpoint(self, fed: Federation) -> dict[str, dict[str, Any]]:
-        """Modules and optimisers, plus the plain tensors that change during training (S, ∇S)."""
-        out = super().checkpoint(fed)
-        for pid, party in fed.parties.items():
-            tensors = {k: party.state[k].detach().clone() for k in _TRAINED_TENSORS
-                       if isinstance(party.state.get(k), torch.Tensor)}
-            if tensors:
-                out.setdefault(pid, {})[_TENSORS] = tensors
+    def checkpoint_party(self, party: Party) -> dict[str, Any]:
+        """Modules and optimisers, the plain tensors that change during training (S, ∇S), and
+        what the setup phase left the party (Ā, H0 blocks, |Ṽ|, query counts): a resumed run
+        does not repeat ``server_prepare``."""
+        out = super().checkpoint_party(party)
+        st = party.state
+        tensors: dict[str, Any] = {k: st[k].detach().clone() for k in _TRAINED_TENSORS if isinstance(st.get(k), torch.Tensor)}
+        for k in _SETUP_BLOCKS:
+            if isinstance(st.get(k), dict):
+                tensors[k] = {j: t.detach().clone() for j, t in st[k].items()}
+        if "queries" in st:
+            tensors["queries"] = {j: torch.tensor(n) for j, n in st["queries"].items()}
+        if "num_labeled" in st:
+            tensors["num_labeled"] = torch.tensor(int(st["num_labeled"]))
+        if _OFFLINE in st:
+            tensors[_OFFLINE] = {k: dict(v) for k, v in st[_OFFLINE].items()}
+        if tensors:
+            out[_TENSORS] = tensors
         return out
 
-    def restore(self, fed: Federation, state: Mapping[str, Mapping[str, Any]]) -> None:
-        """Load a checkpoint; S is copied in place so its optimiser keeps the same tensor."""
-        plain = {pid: {k: v for k, v in items.items() if k != _TENSORS} for pid, items in state.items()}
-        super().restore(fed, plain)
-        for pid, items in state.items():
-            for k, t in items.get(_TENSORS, {}).items():
-                current = fed.parties[pid].state.get(k)
-                if isinstance(current, torch.Tensor) and current.shape == t.shape:
-                    with torch.no_grad():
-                        current.copy_(t)
-                else:
-                    fed.parties[pid].state[k] = t
+    def restore_party(self, party: Party, items: Mapping[str, Any]) -> None:
+        """Load :meth:`checkpoint_party`; S is copied in place so its optimiser keeps the same
+        tensor (or, in a party that never ran the setup phase, S and its optimiser are rebuilt)."""
+        st = party.state
+        for k, t in items.get(_TENSORS, {}).items():
+            current = st.get(k)
+            if k == "num_labeled":
+                st[k] = int(t)
+            elif k == "queries":
+                st[k] = {j: int(n) for j, n in t.items()}
+            elif k == _OFFLINE:
+                st[k] = {j: dict(v) for j, v in t.items()}
+            elif isinstance(current, torch.Tensor) and isinstance(t, torch.Tensor) and current.shape == t.shape:
+                with torch.no_grad():
+                    current.copy_(t)
+            elif k == "structure" and "structure_opt" in items and "structure_opt" not in st:
+                st["structure"], st["structure_opt"] = structure_optimizer(t, self.settings.config)
+            else:
+                st[k] = t
+        if "abar" in st and "batch" not in st and self.settings.variant == "B" and not self.settings.hardened:
+            st["batch"] = variant_b.client_batch(st["data"], st["abar"])
+        super().restore_party(party, {k: v for k, v in items.items() if k != _TENSORS})
 
     # ------------------------------------------------------------------------ measuring
-    def measure(self, fed: Federation) -> dict[str, Any]:
+    def observe_run(self, fed: Federation) -> None:
+        self._transcript = fed.transcript
+
+    def measure_server(self, party: Party) -> dict[str, Any]:
+        """What the server saw of the setup phase (hops, peer sums, its time), for result.json."""
+        facts = party.state.get(_OFFLINE)
+        return {"offline": {k: dict(v) for k, v in facts.items()}} if facts else {}
+
+    def measure_client(self, party: Party) -> dict[str, Any]:
+        """The client's own correct counts (and, for result.json, its query and edge-DP figures)."""
+        st = party.state
+        out: dict[str, Any] = {}
+        if isinstance(st.get("counts"), torch.Tensor):
+            out["counts"] = st["counts"].detach().cpu().clone()
+        if "queries" in st:
+            out["queries"] = {j: int(n) for j, n in st["queries"].items()}
+        dp = st.get("edge_dp_counts")
+        if isinstance(dp, EdgeDPCounts):
+            out["edge_dp_counts"] = [dp.true_pairs, dp.kept, dp.fake]
+        return out
+
+    def combine_measures(self, server: Mapping[str, Any], per_client: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
         """Pooled accuracy over all clients' nodes (the reference trainer's metric), per client too."""
-        per_client, tot = {}, torch.zeros(4, dtype=torch.float64)
-        for pid in fed.client_ids:
-            c = fed.parties[pid].state["counts"]
+        out_per, tot = {}, torch.zeros(4, dtype=torch.float64)
+        queries: dict[str, dict[str, int]] = {}
+        dp = EdgeDPCounts()
+        for pid, m in per_client.items():
+            if "queries" in m:
+                queries[pid] = dict(m["queries"])
+            if "edge_dp_counts" in m:
+                t, k, f = m["edge_dp_counts"]
+                dp.true_pairs, dp.kept, dp.fake = dp.true_pairs + t, dp.kept + k, dp.fake + f
+            if "counts" not in m:
+                continue
+            c = m["counts"]
             tot += c
-            per_client[pid] = {"val_acc": _ratio(c[0], c[1]), "test_acc": _ratio(c[2], c[3])}
-        return {"per_client": per_client, "mean_val": _ratio(tot[0], tot[1]), "mean_test": _ratio(tot[2], tot[3])}
+            out_per[pid] = {"val_acc": _ratio(c[0], c[1]), "test_acc": _ratio(c[2], c[3])}
+        self._queries = queries
+        if "offline" in server:
+            self._offline_facts = dict(server["offline"])
+        if self.settings.edge_dp is not None:
+            self.edge_dp_counts = dp
+        return {"per_client": out_per, "mean_val": _ratio(tot[0], tot[1]), "mean_test": _ratio(tot[2], tot[3])}
 
     def summarize(self, history: list[dict[str, Any]]) -> dict[str, Any]:
         best = select_best_round(history)
@@ -274,30 +555,36 @@ class FedStruct(Method):
             if self.settings.variant == "B" else "server (holds the global graph)",
             "structure_hops": self.settings.config.structure_hops, "label": self.settings.label,
         }}
-        fed = self._fed
         offline: dict[str, Any] = {}
-        if self.offline is not None:
-            offline["abar"] = self.offline.to_dict()
-        if self.nsf_cost:
-            offline["nsf_share"] = dict(self.nsf_cost)
-        if offline and fed is not None:
+        facts, tr = self._offline_facts, self._transcript
+        if facts and tr is not None:  # bytes from the run's transcript, the rest as the server saw it
+            a = facts["abar"]
+            mine = [r for r in tr if r.tag == TAG_ABAR]
+            offline["abar"] = OfflineCost(int(a["hops"]), int(a["peer_sums"]), sum(r.payload_bytes for r in mine),
+                                          sum(r.wire_bytes for r in mine), float(a["seconds"]), int(a["prune_p"]),
+                                          int(a["nonzeros"])).to_dict()
+            n = facts["nsf_share"]
+            recs = [r for r in tr if r.tag == n["tag"]]
+            offline["nsf_share"] = {"tag": n["tag"], "bytes": sum(r.payload_bytes for r in recs),
+                                    "wire_bytes": sum(r.wire_bytes for r in recs), "seconds": float(n["seconds"])}
             off_bytes = sum(v["bytes"] for v in offline.values())
             offline["bytes_total"] = off_bytes
             offline["seconds_total"] = sum(float(v["seconds"]) for v in offline.values() if isinstance(v, dict))
-            offline["training_bytes"] = fed.transcript.bytes_total() - off_bytes
+            offline["training_bytes"] = tr.bytes_total() - off_bytes
         if offline:
             out["offline"] = offline
         if self.settings.edge_dp is not None and self.edge_dp_counts is not None:
             out["privacy"] = privacy_block(self.settings.edge_dp, self.edge_dp_counts, seeded=self.settings.edge_dp_seeded,
                                            local_graph=self.settings.edge_dp_local_graph)
-        if self.settings.hardened and fed is not None:
-            out["fedstruct"]["queries_answered"] = {
-                pid: dict(fed.parties[pid].state.get("queries", {})) for pid in fed.client_ids}
+        if self.settings.hardened:
+            out["fedstruct"]["queries_answered"] = dict(self._queries)
         return out
 
 
 _TENSORS = "fedstruct/tensors"
-_TRAINED_TENSORS = ("structure", "nsf_grad")
+_TRAINED_TENSORS = ("structure", "nsf_grad", "abar")
+_SETUP_BLOCKS = ("abar_cols", "abar_rows_t")
+_OFFLINE = "fedstruct/offline"
 
 
 def _ratio(a: torch.Tensor, b: torch.Tensor) -> float:

@@ -20,7 +20,6 @@ from torch import Tensor
 
 from securefg.data.root import cache_root
 from securefg.federation.codec import decode_tensors, encode_tensors
-from securefg.federation.federation import Federation
 from securefg.methods.fedstruct.settings import FedStructSettings
 from securefg.methods.tasks import NodeTask
 from securefg.models.fedstruct import ClientGraphView, degree_features, train_node2vec
@@ -91,19 +90,16 @@ def own_rows(view: ClientGraphView, settings: FedStructSettings, *, num_nodes: i
     return oracle[view.nodes].float()
 
 
-def share_rows(fed: Federation, rows: dict[str, tuple[Tensor, Tensor]], num_nodes: int) -> dict[str, Tensor]:
-    """Algorithm 4/5's NSF sharing: every client relays ``(ids, S_k)`` and assembles the full S.
+def nsf_item(ids: Tensor, rows: Tensor) -> bytes:
+    """Owner k's item in Algorithm 4/5's NSF sharing (``fedstruct/nsf`` relay): its ids and rows."""
+    return encode_tensors({"ids": ids, "s": rows.float()})
 
-    Returns each client's assembled ``[n, d_s]`` table (its own rows placed locally).
-    """
-    items = {pid: encode_tensors({"ids": ids, "s": s.float()}) for pid, (ids, s) in rows.items()}
-    got = fed.exchange.relay(TAG_NSF, items, exclude_self=True, shuffle=True)
-    out = {}
-    for pid, (ids, s) in rows.items():
-        table = torch.zeros(num_nodes, s.size(1))
-        table[ids] = s.float()
-        for blob in got.get(pid, []):
-            t = decode_tensors(blob)
-            table[t["ids"].long()] = t["s"].float()
-        out[pid] = table
-    return out
+
+def assemble_table(ids: Tensor, rows: Tensor, items: list[bytes], num_nodes: int) -> Tensor:
+    """A client's full ``[n, d_s]`` S: its own rows placed locally, every relayed owner's rows."""
+    table = torch.zeros(num_nodes, rows.size(1))
+    table[ids] = rows.float()
+    for blob in items:
+        t = decode_tensors(blob)
+        table[t["ids"].long()] = t["s"].float()
+    return table
