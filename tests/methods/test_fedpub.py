@@ -10,6 +10,10 @@ import torch
 from securefg.data.synthetic import make_csbm
 from securefg.errors import ConfigError
 from securefg.federation.federation import Federation
+from securefg.federation.program.context import ClientContext, ServerContext
+from securefg.federation.program.driver import party_stack
+from securefg.federation.program.exchange import ClientExchange, ServerExchange
+from securefg.federation.program.inprocess import in_process_parties
 from securefg.federation.runner import RoundRunner
 from securefg.methods.base import MethodConfig, method_class
 from securefg.methods.fedpub import TAG_EMBEDDING, TAG_WEIGHTS
@@ -83,16 +87,31 @@ def test_proxy_graph_is_identical_across_clients_and_independent_of_data() -> No
     assert torch.equal(e[0] // 100, e[1] // 100)
 
 
+def _programs(stack: str, n_clients: int = 4):
+    """Party-program halves for ``stack`` on the in-process backend (server, clients, keyholder),
+    with a client action ``test/run`` that runs ``job[pid](cli)`` as that client."""
+    stack_ = ProtocolStack.load(stack)
+    clients = [f"client/{k}" for k in range(n_clients)]
+    parties = in_process_parties(["server", *clients, "keyholder"])
+    srv = ServerContext(ServerExchange(parties.server, party_stack(stack_), seed=0))
+    srv.exchange.round = 0
+    job: dict = {}
+    for pid, rt in parties.clients.items():
+        ex = ClientExchange(rt, party_stack(stack_), seed=1, clients=clients, helpers=["keyholder"])
+        rt.on("test/run", lambda step, ex=ex, pid=rt.party.pid: job[pid](ClientContext(ex, step)))
+    return parties, srv, job
+
+
 def test_encrypted_cosine_equals_plaintext_cosine() -> None:
     g = torch.Generator().manual_seed(0)
     base = torch.randn(128, generator=g, dtype=torch.float64)
     vecs = {f"client/{k}": base + 0.5 * k * torch.randn(128, generator=g, dtype=torch.float64) for k in range(4)}
     results = []
     for stack in ("fedpub_ckks", "plaintext"):
-        method = _method(_task(), 1)
-        fed = Federation(4, ProtocolStack.load(stack), seed=3, extra_parties=method.extra_parties)
-        fed.set_round(0)
-        results.append(fed.exchange.similarity(TAG_EMBEDDING, vecs, metric="cosine"))
+        _, srv, job = _programs(stack)
+        job.update({pid: (lambda cli, v=v: cli.offer_similarity(TAG_EMBEDDING, v)) for pid, v in vecs.items()})
+        srv.ask("test/run")
+        results.append(srv.similarity(TAG_EMBEDDING, metric="cosine"))
     (order_c, sim_c), (order_p, sim_p) = results
     assert order_c == order_p
     assert torch.allclose(sim_c, sim_p, atol=1e-5)
@@ -107,16 +126,19 @@ def test_personalized_ckks_aggregate_equals_the_plaintext_weighted_sum() -> None
     alpha = cap_peer_weights(softmax_weights(torch.rand(4, 4, generator=g) * 2 - 1, tau=3.0), 0.5)
     order = sorted(thetas)
     coeffs = {a: {b: float(alpha[r, c]) for c, b in enumerate(order)} for r, a in enumerate(order)}
-    method = _method(_task(), 1)
-    fed = Federation(4, ProtocolStack.load("fedpub_ckks"), seed=3, extra_parties=method.extra_parties)
-    fed.set_round(0)
-    got = fed.exchange.personalized_aggregate(TAG_WEIGHTS, thetas, coeffs)
+    parties, srv, job = _programs("fedpub_ckks")
+    job.update({pid: (lambda cli, t=t: cli.offer_personalized(TAG_WEIGHTS, t)) for pid, t in thetas.items()})
+    srv.ask("test/run")
+    assert srv.personalized_aggregate(TAG_WEIGHTS, coeffs) == order
+    got: dict = {}
+    job.update({pid: (lambda cli: got.__setitem__(cli.pid, cli.personalized(TAG_WEIGHTS))) for pid in thetas})
+    srv.ask("test/run")
     for i, row in coeffs.items():
         for n in shapes:
             want = sum(a * thetas[j][n] for j, a in row.items())
             assert float((got[i][n] - want).norm() / want.norm()) < 1e-6
     # each result went to its own client only, as a ciphertext
-    results = [r for r in fed.transcript if r.tag == TAG_WEIGHTS and r.sender == "server" and r.form.value == "ciphertext"]
+    results = [r for r in parties.transcript if r.tag == TAG_WEIGHTS and r.sender == "server" and r.form.value == "ciphertext"]
     assert sorted(r.receiver for r in results if r.stage.endswith("result")) == order
 
 

@@ -17,7 +17,6 @@ from typing import Any
 import torch
 
 from securefg.federation.party import Party
-from securefg.federation.program import ckks_flows
 from securefg.federation.program.exchange import ClientExchange, ServerExchange
 from securefg.federation.program.step import InfoValue, Step
 
@@ -80,8 +79,17 @@ class ServerContext:
     def similarity(self, tag: str, *, clients: Iterable[str] | None = None,
                    metric: str = "cosine") -> tuple[list[str], torch.Tensor]:
         """The pairwise similarity of the vectors ``clients`` offered for ``tag``."""
-        members = self.clients if clients is None else list(clients)
-        return ckks_flows.similarity(self.rt, self.exchange.stack, tag, round=self.round, clients=members, metric=metric)
+        from securefg.federation.program import personalized
+
+        return personalized.similarity(self.exchange, tag, clients=clients, metric=metric)
+
+    def personalized_aggregate(self, tag: str, coefficients: Mapping[str, Mapping[str, float]], *,
+                               clients: Iterable[str] | None = None) -> list[str]:
+        """Client i gets Σ_j coefficients[i][j] x_j of what ``clients`` offered for ``tag``;
+        returns the receivers (each reads its mix with ``ClientContext.personalized``)."""
+        from securefg.federation.program import personalized
+
+        return personalized.personalized_aggregate(self.exchange, tag, coefficients, clients=clients)
 
     def relay(self, tag: str, *, clients: Iterable[str] | None = None, exclude_self: bool = True,
               shuffle: bool = True) -> list[str]:
@@ -174,7 +182,15 @@ class ClientContext:
 
     def offer_similarity(self, tag: str, vector: torch.Tensor) -> None:
         """This client's private vector for the server's ``similarity(tag)`` this round."""
-        self.exchange.ckks.offer_similarity(tag, self.round, vector)
+        self.exchange.halves["similarity"].offer(tag, self.round, vector)
+
+    def offer_personalized(self, tag: str, tensors: Tensors) -> None:
+        """This client's input to the server's ``personalized_aggregate(tag)`` this round."""
+        self.exchange.halves["personalized"].offer(tag, self.round, tensors)
+
+    def personalized(self, tag: str) -> dict[str, torch.Tensor]:
+        """This client's own mix from ``personalized_aggregate(tag)`` this round."""
+        return self.exchange.halves["personalized"].result(tag, self.round)
 
     def offer_relay(self, tag: str, item: bytes) -> None:
         """This client's item for the server's ``relay(tag)`` this round."""

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 #: Modules that register client halves (import order = registration order).
-KINDS: tuple[str, ...] = ("securefg.federation.program.relay", "securefg.federation.program.collect",
-                        "securefg.federation.program.peer_sum", "securefg.federation.program.shared_sum",
-                        "securefg.federation.program.point_to_point")
+KINDS: tuple[str, ...] = ("securefg.federation.program.personalized", "securefg.federation.program.collect",
+                        "securefg.federation.program.relay", "securefg.federation.program.peer_sum",
+                        "securefg.federation.program.shared_sum", "securefg.federation.program.point_to_point")
 
 _HALVES: dict[str, Callable[[Any], Any]] = {}
 

@@ -1,10 +1,13 @@
 """FED-PUB (Baek et al., ICML 2023): personalised subgraph FL through the protocol layer.
 
-Per round (all clients take part, as in the paper):
+Written as party programs (:mod:`securefg.federation.program`): the same code runs in process and
+on ``--backend flower``. Per round (all clients take part, as in the paper):
 
-1. Client i starts from its personalised model ``theta_bar_i`` (round 0: the server's initial
-   model, broadcast once), trains its masked GCN locally (:mod:`.client`) and computes its
-   functional embedding ``h_i`` on the proxy graph it rebuilt from the public seed (:mod:`.proxy`).
+1. ``fedpub/train`` (each client, under its own RNG stream): client i starts from its
+   personalised model ``theta_bar_i`` (round 0: the server's initial model, broadcast once),
+   trains its masked GCN locally (:mod:`.client`), computes its functional embedding ``h_i`` on
+   the proxy graph it rebuilt from the public seed (:mod:`.proxy`), and offers ``h_i`` and its
+   weights and biases to the two exchanges below.
 2. ``similarity`` (``fedpub/embedding``): the server learns the cosine matrix ``S`` of the
    embeddings: under CKKS as encrypted inner products that only the key holder decrypts, as
    bare shuffled scalars; under the DP stack from locally noised embeddings.
@@ -13,8 +16,9 @@ Per round (all clients take part, as in the paper):
 4. ``personalized_aggregate`` (``fedpub/weights``): client i receives ``sum_j alpha_ij theta_j``;
    under CKKS the server multiplies ciphertexts by its public weights and i decrypts only its own
    mix. Only weights and biases travel: **masks never leave a client**.
-5. ``aggregate`` (``fedpub/metrics``): the mean of the clients' validation and test accuracy, so
-   the server can pick the best-validation round (FED-PUB's protocol).
+5. ``fedpub/personal`` (each client keeps its mix as ``theta_bar_i``) and ``aggregate``
+   (``fedpub/metrics``): the mean of the clients' validation and test accuracy, so the server can
+   pick the best-validation round (FED-PUB's protocol).
 
 Messages of the reference code that do not exist here: the proxy graph (each client rebuilds it),
 the masks (the reference uploads and averages them) and the ``global`` FedAvg model.
@@ -29,15 +33,15 @@ from typing import Any, ClassVar
 import torch
 
 from securefg.errors import ConfigError
-from securefg.federation.federation import Federation
 from securefg.federation.party import Party
+from securefg.federation.program.context import ClientAction, ClientContext, ServerContext
 from securefg.methods.base import Method, MethodConfig, Task, register_method
-from securefg.methods.fedavg import measure_clients, summarize_task
+from securefg.methods.fedavg import combine_client_scores, summarize_task
 from securefg.methods.fedpub.client import L1_MODES, functional_embedding, train_local
 from securefg.methods.fedpub.proxy import ProxySpec, proxy_graph
 from securefg.methods.fedpub.server import as_coefficients, largest_peer_weight, peer_weight_matrix
 from securefg.methods.tasks import NodeTask
-from securefg.methods.training import evaluate_node, load_state
+from securefg.methods.training import evaluate_node, load_state, party_rng
 from securefg.models.masked_gcn import MaskedGCN
 from securefg.protocol.mechanism import ExchangeKind
 
@@ -45,6 +49,8 @@ TAG_MODEL = "fedpub/model"
 TAG_EMBEDDING = "fedpub/embedding"
 TAG_WEIGHTS = "fedpub/weights"
 TAG_METRICS = "fedpub/metrics"
+ACTION_TRAIN = "fedpub/train"
+ACTION_PERSONAL = "fedpub/personal"
 
 #: The paper's temperatures (B.3): 3 on disjoint partitions, 5 on overlapping ones.
 TAU_DISJOINT, TAU_OVERLAPPING = 3.0, 5.0
@@ -112,7 +118,7 @@ class FedPub(Method):
             o["tau"] = TAU_OVERLAPPING if overlapping else TAU_DISJOINT
         seed = int(o["proxy_seed"])
         self.proxy = ProxySpec(seed=config.seed if seed < 0 else seed, p_out=o["proxy_p_out"])
-        self._guard: list[tuple[float, float]] = []  # per round: largest peer weight before / after the cap
+        self._guard: dict[int, tuple[float, float]] = {}  # round -> largest peer weight before / after the cap
 
     def make_model(self) -> MaskedGCN:
         """The masked GCN, seeded identically for every party (masks start at one)."""
@@ -123,18 +129,38 @@ class FedPub(Method):
         return model.to(self.config.device)
 
     # ------------------------------------------------------------------ setup
-    def setup(self, fed: Federation) -> None:
+    def setup_server(self, party: Party) -> None:
+        party.state["model"] = self.make_model()
+
+    def setup_client(self, party: Party, index: int) -> None:
         assert isinstance(self.task, NodeTask)
-        fed.server.state["model"] = self.make_model()
         dev = self.config.device
-        for k, client in enumerate(fed.clients):
-            client.state["data"] = self.task.clients[k].to(dev)
-            client.state["model"] = self.make_model()
-            client.state["optimizer"] = self.optimizer_for(client.state["model"])
-            x, edge_index = proxy_graph(self.proxy, self.task.num_features)  # each client derives its own copy
-            client.state["proxy"] = (x.to(dev), edge_index.to(dev))
+        party.state["data"] = self.task.clients[index].to(dev)
+        party.state["model"] = self.make_model()
+        party.state["optimizer"] = self.optimizer_for(party.state["model"])
+        x, edge_index = proxy_graph(self.proxy, self.task.num_features)  # each client derives its own copy
+        party.state["proxy"] = (x.to(dev), edge_index.to(dev))
 
     # ------------------------------------------------------------ client half
+    def client_actions(self) -> Mapping[str, ClientAction]:
+        return {ACTION_TRAIN: self.on_train, ACTION_PERSONAL: self.on_personal}
+
+    def on_train(self, cli: ClientContext) -> None:
+        """Round 0: take the broadcast model. Train under this party's RNG stream; offer the
+        embedding to ``similarity`` and the weights and biases to ``personalized_aggregate``."""
+        party = cli.party
+        if cli.round == 0:
+            party.state["personal"] = cli.received(TAG_MODEL, like=party.state["model"].shared_state())
+        with party_rng(self.config.seed, cli.pid, cli.round):
+            theta, embedding = self.handle_train(party, cli.round)
+        cli.offer_similarity(TAG_EMBEDDING, embedding)
+        cli.offer_personalized(TAG_WEIGHTS, theta)
+
+    def on_personal(self, cli: ClientContext) -> None:
+        """Keep this client's mix as its personalised model; contribute its scores."""
+        cli.party.state["personal"] = cli.personalized(TAG_WEIGHTS)
+        cli.contribute(TAG_METRICS, self.handle_report(cli.party))
+
     def handle_train(self, client: Party, r: int) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
         """Start from the personalised model, train, score; return (weights and biases, embedding)."""
         model, opt = client.state["model"], client.state["optimizer"]
@@ -152,35 +178,32 @@ class FedPub(Method):
         s = client.state["scores"]
         return {"scores": torch.tensor([s["val_acc"], s["test_acc"]], dtype=torch.float64)}
 
-    # ------------------------------------------------------------- one round
-    def run_round(self, fed: Federation, r: int) -> dict[str, float]:
-        ex = fed.exchange
+    # ------------------------------------------------------------ server half
+    def server_round(self, srv: ServerContext, r: int) -> dict[str, float]:
+        """Similarity -> weights -> each client's mix -> the mean scores (the module docstring)."""
         if r == 0:
-            for cid, state in ex.broadcast(TAG_MODEL, fed.server.state["model"].shared_state()).items():
-                fed.parties[cid].state["personal"] = state
-        thetas, embeddings = {}, {}
-        for cid in fed.client_ids:
-            thetas[cid], embeddings[cid] = self.handle_train(fed.parties[cid], r)
-        order, sim = ex.similarity(TAG_EMBEDDING, embeddings, metric="cosine")
+            srv.broadcast(TAG_MODEL, srv.party.state["model"].shared_state())
+        trained = sorted(srv.ask(ACTION_TRAIN))
+        order, sim = srv.similarity(TAG_EMBEDDING, clients=trained, metric="cosine")
         alpha, raw = peer_weight_matrix(sim, tau=self.options["tau"], max_peer_weight=self.options["max_peer_weight"])
         coefficients = as_coefficients(order, alpha)
-        fed.server.state["alpha"] = coefficients  # the server's own knowledge: it chose them
-        self._guard.append((largest_peer_weight(raw), largest_peer_weight(alpha)))
-        for cid, state in ex.personalized_aggregate(TAG_WEIGHTS, thetas, coefficients).items():
-            fed.parties[cid].state["personal"] = state
-        reports = {cid: self.handle_report(fed.parties[cid]) for cid in fed.client_ids}
-        mean = ex.aggregate(TAG_METRICS, reports)["scores"]
+        srv.state["alpha"] = coefficients  # the server's own knowledge: it chose them
+        guard = (largest_peer_weight(raw), largest_peer_weight(alpha))
+        srv.state.setdefault("guard", {})[r] = guard
+        receivers = srv.personalized_aggregate(TAG_WEIGHTS, coefficients, clients=order)
+        reported = sorted(srv.ask(ACTION_PERSONAL, to=receivers))
+        mean = srv.aggregate(TAG_METRICS, clients=reported)["scores"]
         return {"server_mean_val": float(mean[0]), "server_mean_test_acc": float(mean[1]),
-                "largest_peer_weight": self._guard[-1][1], "mean_own_weight": float(alpha.diagonal().mean())}
+                "largest_peer_weight": guard[1], "mean_own_weight": float(alpha.diagonal().mean())}
 
     def report(self) -> dict[str, Any]:
         """result.json's ``fedpub`` block: the weighting settings and what the leakage guard did."""
-        before = [b for b, _ in self._guard]
+        before = [b for b, _ in self._guard.values()]
         return {"fedpub": {
             "tau": self.options["tau"],
             "max_peer_weight": self.options["max_peer_weight"],
             "largest_peer_weight_before_cap": max(before, default=0.0),
-            "largest_peer_weight_sent": max((a for _, a in self._guard), default=0.0),
+            "largest_peer_weight_sent": max((a for _, a in self._guard.values()), default=0.0),
             "rounds_cap_bound": sum(b > self.options["max_peer_weight"] for b in before),
             "l1_mode": self.options["l1_mode"],
             "proxy": {"seed": self.proxy.seed, "nodes": self.proxy.blocks * self.proxy.block_size,
@@ -188,8 +211,19 @@ class FedPub(Method):
         }}
 
     # ------------------------------------------------------------- measuring
-    def measure(self, fed: Federation) -> dict[str, Any]:
-        out = measure_clients(self, fed)
+    def measure_server(self, party: Party) -> dict[str, Any]:
+        """This round's leakage-guard figures (the server chose the weights), for :meth:`report`."""
+        guard = party.state.get("guard", {})
+        if not guard:
+            return {}
+        r = max(guard)
+        return {"guard": {"round": r, "before": guard[r][0], "after": guard[r][1]}}
+
+    def combine_measures(self, server: Mapping[str, Any], per_client: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+        if "guard" in server:  # the experimenter's copy of what the server's guard did, for report()
+            g = server["guard"]
+            self._guard[int(g["round"])] = (float(g["before"]), float(g["after"]))
+        out = combine_client_scores(self, {}, per_client)
         dens = [s["mask_density"] for s in out["per_client"].values() if "mask_density" in s]
         if dens:
             out["mean_mask_density"] = sum(dens) / len(dens)
@@ -199,16 +233,14 @@ class FedPub(Method):
         return summarize_task(self.task, history)
 
     # ------------------------------------------------------------ checkpoints
-    def checkpoint(self, fed: Federation) -> dict[str, dict[str, Any]]:
-        """Also each client's personalised model (a plain tensor dict, not a module)."""
-        out = super().checkpoint(fed)
-        for cid in fed.client_ids:
-            out[cid]["personal"] = dict(fed.parties[cid].state["personal"])
+    def checkpoint_party(self, party: Party) -> dict[str, Any]:
+        """Also a client's personalised model (a plain tensor dict, not a module)."""
+        out = super().checkpoint_party(party)
+        if "personal" in party.state:
+            out["personal"] = dict(party.state["personal"])
         return out
 
-    def restore(self, fed: Federation, state: Mapping[str, Mapping[str, Any]]) -> None:
-        modules = {pid: {k: v for k, v in items.items() if k != "personal"} for pid, items in state.items()}
-        super().restore(fed, modules)
-        for pid, items in state.items():
-            if "personal" in items:
-                fed.parties[pid].state["personal"] = dict(items["personal"])
+    def restore_party(self, party: Party, items: Mapping[str, Any]) -> None:
+        super().restore_party(party, {k: v for k, v in items.items() if k != "personal"})
+        if "personal" in items:
+            party.state["personal"] = dict(items["personal"])
