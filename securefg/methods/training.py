@@ -39,8 +39,12 @@ def party_seed(seed: int, pid: str, r: int) -> int:
 
 @contextlib.contextmanager
 def party_rng(seed: int, pid: str, r: int) -> Iterator[None]:
-    """Run the block with torch's CPU RNG seeded by :func:`party_seed`; restore it afterwards."""
-    with torch.random.fork_rng(devices=[]):
+    """Run the block with torch's RNGs seeded by :func:`party_seed`; restore them afterwards.
+
+    The CUDA generator is forked and seeded too when a GPU is present (``torch.manual_seed``
+    seeds every device), so dropout on the GPU draws per party as on the CPU."""
+    devices = [torch.cuda.current_device()] if torch.cuda.is_available() else []
+    with torch.random.fork_rng(devices=devices):
         torch.manual_seed(party_seed(seed, pid, r))
         yield
 
