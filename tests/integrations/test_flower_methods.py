@@ -210,3 +210,39 @@ def test_fedpub_under_ckks_over_flower_matches_the_in_process_backend(tmp_path):
             assert fl_sizes[k] == v, k
     for tag, v in ip["bytes_by_tag"].items():
         assert fl["bytes_by_tag"][tag] == pytest.approx(v, rel=1e-2), tag
+
+
+
+def test_fedsage_plus_under_its_secure_stack_over_flower_matches_the_in_process_backend(tmp_path):
+    # the default stack (fedsage_secure): the federated NeighGen phase (Method.server_prepare)
+    # relays each owner's generated features sealed end to end (sealed_relay) and returns each
+    # owner the sum of its peers' feature gradients (peer_sum: SecAgg+ with the owner as the
+    # aggregator, the server a relay); then FedSage on the mended graphs, FedAvg's secure sums
+    options = {"gen_local_steps": 5, "gen_fed_steps": 2, "gen_batch": 16, "gen_hidden": 16}
+    cfg = RunConfig(method="fedsage_plus", dataset="csbm", clients=3, rounds=2, seed=5, hidden=8, local_epochs=2,
+                    progress=False, options=options)
+    work = tmp_path / "w"
+    fl = run_flower_experiment(cfg, workdir=work)
+    ip = run_experiment(cfg)
+    assert fl["flower"]["processes"] == {"server": 0, **{client_id(k): 0 for k in range(3)}}
+    assert fl["flower"]["dropped"] == {}
+    assert fl["protocol"] == ip["protocol"] == "fedsage_secure"
+    # same seed, same per-party RNG streams, exact sums: the same generators, mended graphs, scores
+    assert fl["fedsage"] == ip["fedsage"]
+    for key in ("mean_val", "mean_test", "global_graph_test_acc"):
+        assert [h[key] for h in fl["history"]] == [h[key] for h in ip["history"]], key
+    assert fl["metrics"]["test_acc"] == ip["metrics"]["test_acc"]
+    assert fl["envelopes"] == ip["envelopes"]
+    assert fl["bytes_by_tag"] == ip["bytes_by_tag"]
+    assert fl["wire_bytes_total"] == ip["wire_bytes_total"]
+    flower_tr = Transcript()
+    load_jsonl(work / "transcript.jsonl", flower_tr)
+    inproc_tr = ip["_federation"].transcript
+
+    def key(r):
+        return (r.round, r.tag, r.stage, r.sender, r.receiver, r.form, r.payload_bytes)
+
+    assert Counter(map(key, flower_tr)) == Counter(map(key, inproc_tr))
+    for tr in (flower_tr, inproc_tr):  # the server handles no generated feature or gradient in the clear
+        forms = {r.form for r in tr if r.tag in ("fedsage/generated", "fedsage/feature_grad")}
+        assert forms and forms <= {Form.KEYS, Form.MASKED, Form.SEALED}

@@ -1,5 +1,8 @@
 r"""FedSage+'s federated NeighGen phase (Algorithm 1, procedures A, C, D, E) through the exchange.
 
+Each step's parties act in :meth:`FedSagePlus.server_prepare <securefg.methods.fedsage.method.FedSagePlus.server_prepare>`
+and its ``fedsage/gen/*`` client actions; the functions here are what each owner computes.
+
 The paper's owners send their embeddings :math:`Z_i` and generator :math:`H^g_i` to the server,
 which forwards them to every peer in the clear; each peer returns the gradient of
 :math:`L^f_{i,j}` with respect to :math:`\theta^f_i`, and the server sums them. Here, per
@@ -32,12 +35,10 @@ import torch
 
 from securefg.errors import ProtocolError
 from securefg.federation.codec import TensorSpec, decode_tensors, encode_tensors
-from securefg.federation.federation import Federation
 from securefg.methods.fedsage.client import draw_noise, local_feature_loss, peer_gradient
 
 TAG_GENERATED = "fedsage/generated"
 TAG_FEATURE_GRAD = "fedsage/feature_grad"
-
 
 
 @dataclass(frozen=True)
@@ -55,71 +56,60 @@ def federated_round(r: int, steps: int) -> int:
     return r - steps
 
 
-def run_federated_generators(fed: Federation, settings: FederatedGenSettings) -> list[dict[str, float]]:
-    """Train every owner's fGen with the cross-owner term; returns per-step loss summaries.
+def generate(state: dict[str, Any], s: FederatedGenSettings, *, index: int, round: int) -> bytes:
+    r"""Step 1 as owner ``index``: fGen on a batch of its impaired graph (fresh noise); keeps
+    :math:`\tilde{X}_i` (with its autograd graph) for step 5 and returns its relay item."""
+    model, z, gen = state["neighgen"], state["gen_z"], state["gen_rng"]
+    model.train()
+    pick = torch.randperm(z.size(0), generator=gen)[: s.batch].to(z.device)
+    x_tilde = model.features(z[pick], draw_noise((pick.numel(), z.size(1)), gen, z.device))
+    state["gen_x_tilde"] = x_tilde
+    flat = x_tilde.detach().reshape(-1, x_tilde.size(-1)).to("cpu", torch.float32)
+    _remember(state, "sent_generated", (round, flat))
+    return encode_tensors({"owner": torch.tensor([index]), "x": flat})
 
-    Reads from each owner's state ``neighgen``, ``neighgen_opt_f``, ``impaired``, ``gen_z``
-    (frozen embeddings of the impaired graph), ``data`` and ``gen_rng``.
+
+def answer(state: dict[str, Any], pid: str, blobs: Sequence[bytes], clients: Sequence[str], *,
+           round: int) -> tuple[dict[str, torch.Tensor], float]:
+    r"""Step 3 as peer ``pid``: the gradient :math:`G_{i \leftarrow j}` for every item it opened,
+    by owner, and its share of the cross loss.
+
+    Raises:
+        ProtocolError: An item naming an owner it cannot answer (itself, unknown, or twice).
     """
-    pids = list(fed.client_ids)
-    history = []
-    for t in range(settings.steps):
-        fed.set_round(federated_round(t, settings.steps))
-        history.append(_step(fed, pids, settings))
-    return history
+    own_x = state["data"].x
+    out: dict[str, torch.Tensor] = {}
+    cross = 0.0
+    for blob in blobs:
+        t = decode_tensors(blob, spec=TensorSpec({"owner": (torch.int64, (1,)), "x": (torch.float32, (None, own_x.size(1)))}))
+        owner_idx = int(t["owner"][0])
+        owner = clients[owner_idx] if 0 <= owner_idx < len(clients) else ""
+        if not owner or owner == pid or owner in out:
+            raise ProtocolError(f"{pid} opened a {TAG_GENERATED!r} item naming owner {owner_idx}, which it cannot answer")
+        _remember(state, "received_generated", (round, owner, t["x"]))
+        grad, loss = peer_gradient(t["x"].to(own_x.device, own_x.dtype), own_x)
+        cross += loss / max(t["x"].size(0), 1) / max(len(clients) - 1, 1)
+        out[owner] = grad.reshape(-1).to("cpu", torch.float64)
+    return out, cross
 
 
-def _step(fed: Federation, pids: Sequence[str], s: FederatedGenSettings) -> dict[str, float]:
-    ex = fed.exchange
-    generated: dict[str, torch.Tensor] = {}
-    items: dict[str, bytes] = {}
-    for k, pid in enumerate(pids):  # 1. each owner generates on its own batch
-        st = fed.parties[pid].state
-        model, z, gen = st["neighgen"], st["gen_z"], st["gen_rng"]
-        model.train()
-        pick = torch.randperm(z.size(0), generator=gen)[: s.batch].to(z.device)
-        x_tilde = model.features(z[pick], draw_noise((pick.numel(), z.size(1)), gen, z.device))
-        generated[pid] = x_tilde
-        flat = x_tilde.detach().reshape(-1, x_tilde.size(-1)).to("cpu", torch.float32)
-        items[pid] = encode_tensors({"owner": torch.tensor([k]), "x": flat})
-        _remember(st, "sent_generated", (ex.round, flat))
-    if len(pids) < 2 or s.cross_weight == 0.0:
-        received: dict[str, list[bytes]] = {pid: [] for pid in pids}
-    else:
-        received = ex.relay(TAG_GENERATED, items, exclude_self=True, shuffle=True)
-    contributions: dict[str, dict[str, dict[str, torch.Tensor]]] = {pid: {} for pid in pids}
-    cross_loss = 0.0
-    for pid in pids:  # 3. each peer answers every item it opened, against its own nodes
-        st = fed.parties[pid].state
-        own_x = st["data"].x
-        for blob in received[pid]:
-            t = decode_tensors(blob, spec=TensorSpec({"owner": (torch.int64, (1,)), "x": (torch.float32, (None, own_x.size(1)))}))
-            owner_idx = int(t["owner"][0])
-            if not 0 <= owner_idx < len(pids) or pids[owner_idx] == pid or pid in contributions[pids[owner_idx]]:
-                raise ProtocolError(f"{pid} opened a {TAG_GENERATED!r} item naming owner {owner_idx}, which it cannot answer")
-            owner = pids[owner_idx]
-            _remember(st, "received_generated", (ex.round, owner, t["x"]))
-            grad, loss = peer_gradient(t["x"].to(own_x.device, own_x.dtype), own_x)
-            cross_loss += loss / max(t["x"].size(0), 1) / max(len(pids) - 1, 1)
-            contributions[owner][pid] = {"g": grad.reshape(-1).to("cpu", torch.float64)}
-    local_total = 0.0
-    for pid in pids:  # 4-5. per-target secure sum, then each owner's fGen step
-        st = fed.parties[pid].state
-        x_tilde = generated[pid]
-        model, opt, graph = st["neighgen"], st["neighgen_opt_f"], st["impaired"]
-        opt.zero_grad()
-        loss = local_feature_loss(model, graph, st["data"].x, st["gen_z"], batch=s.batch,
-                                  max_neighbours=s.max_neighbours, generator=st["gen_rng"])
-        local_total += float(loss.detach())
-        if contributions[pid]:
-            summed = ex.peer_sum(TAG_FEATURE_GRAD, pid, contributions[pid])["g"]
-            _remember(st, "feature_grad_sum", (ex.round, len(contributions[pid]), summed.float()))
-            g = summed.to(x_tilde.device, x_tilde.dtype).view_as(x_tilde)
-            loss = loss + s.cross_weight / (len(contributions[pid]) * x_tilde.size(0)) * (g * x_tilde).sum()
-        loss.backward()
-        opt.step()
-    n = max(len(pids), 1)
-    return {"local_feature_loss": local_total / n, "cross_feature_loss": cross_loss / n}
+def owner_step(state: dict[str, Any], s: FederatedGenSettings, summed: torch.Tensor | None, peers: int, *,
+               round: int) -> float:
+    r"""Steps 4-5 as owner i: its local :math:`L^f` plus the cross term from the summed peer
+    gradient (``None``: no peers answered), one fGen step; returns the local loss."""
+    x_tilde = state.pop("gen_x_tilde")
+    model, opt, graph = state["neighgen"], state["neighgen_opt_f"], state["impaired"]
+    opt.zero_grad()
+    loss = local_feature_loss(model, graph, state["data"].x, state["gen_z"], batch=s.batch,
+                              max_neighbours=s.max_neighbours, generator=state["gen_rng"])
+    local = float(loss.detach())
+    if summed is not None:
+        _remember(state, "feature_grad_sum", (round, peers, summed.float()))
+        g = summed.to(x_tilde.device, x_tilde.dtype).view_as(x_tilde)
+        loss = loss + s.cross_weight / (peers * x_tilde.size(0)) * (g * x_tilde).sum()
+    loss.backward()
+    opt.step()
+    return local
 
 
 def _remember(state: dict[str, Any], key: str, item: object) -> None:

@@ -25,9 +25,9 @@ import torch
 from torch import nn
 
 from securefg.errors import ConfigError
-from securefg.federation.federation import Federation
-from securefg.federation.party import Party
-from securefg.federation.program.context import ServerContext
+from securefg.federation.party import Party, client_index
+from securefg.federation.program.context import ClientAction, ClientContext, ServerContext
+from securefg.federation.program.step import InfoValue
 from securefg.methods.base import MethodConfig, Task, register_method
 from securefg.methods.fedavg import TAG_METRICS, TAG_MODEL, TAG_UPDATE, FedAvg, combine_client_scores
 from securefg.methods.fedsage.client import local_step, mend
@@ -35,11 +35,14 @@ from securefg.methods.fedsage.federated import (
     TAG_FEATURE_GRAD,
     TAG_GENERATED,
     FederatedGenSettings,
-    run_federated_generators,
+    answer,
+    federated_round,
+    generate,
+    owner_step,
 )
 from securefg.methods.fedsage.impair import impair
 from securefg.methods.tasks import NodeTask
-from securefg.methods.training import TrainConfig, evaluate_node, load_state, party_seed, state_of
+from securefg.methods.training import TrainConfig, evaluate_node, load_state, party_rng, party_seed, state_of
 from securefg.models.neighgen import NeighGen
 from securefg.protocol.mechanism import ExchangeKind
 
@@ -188,30 +191,115 @@ class FedSagePlus(FedSage):
             )
         self._gen_report: dict[str, Any] = {}
 
-    def setup(self, fed: Federation) -> None:
-        """Owners train NeighGen locally, then jointly (the only messages), then mend their graphs."""
-        super().setup(fed)
+    def setup_client(self, party: Party, index: int) -> None:
+        """FedSage's client, then the owner's NeighGen trained locally on its own graph (no messages)."""
+        super().setup_client(party, index)
+        with party_rng(self.config.seed, party.pid, -3):
+            self._train_local_generator(party.pid, party.state)
+
+    def _gen_settings(self) -> FederatedGenSettings:
         o = self.options
-        for pid in fed.client_ids:
-            self._train_local_generator(pid, fed.parties[pid].state)
-        settings = FederatedGenSettings(steps=o["gen_fed_steps"], batch=o["gen_batch"], cross_weight=o["cross_weight"],
-                                        max_neighbours=o["max_neighbours"])
-        history = run_federated_generators(fed, settings)
-        generated = {}
-        for pid in fed.client_ids:
-            st = fed.parties[pid].state
-            st["original_data"] = st["data"]
+        return FederatedGenSettings(steps=o["gen_fed_steps"], batch=o["gen_batch"], cross_weight=o["cross_weight"],
+                                    max_neighbours=o["max_neighbours"])
+
+    def server_prepare(self, srv: ServerContext) -> None:
+        """The federated NeighGen steps (rounds ``-steps .. -1``: generate, relay, answer, peer
+        sums, step), then every owner mends its graph."""
+        s = self._gen_settings()
+        cross = s.cross_weight != 0.0 and len(srv.clients) >= 2
+        for t in range(s.steps):
+            srv.exchange.round = federated_round(t, s.steps)
+            srv.ask(ACTION_GENERATE, info={"relay": int(cross)})
+            if cross:
+                srv.relay(TAG_GENERATED, exclude_self=True, shuffle=True)
+                answered = srv.ask(ACTION_ANSWER)
+                for owner in srv.clients:
+                    peers = [p for p, info in answered.items() if p != owner and owner in str(info["owners"]).split(",")]
+                    if peers:
+                        srv.peer_sum(TAG_FEATURE_GRAD, owner, peers=peers)
+            srv.ask(ACTION_STEP, info={"cross": int(cross)})
+        srv.exchange.round = -1
+        srv.ask(ACTION_MEND)
+
+    def client_actions(self) -> Mapping[str, ClientAction]:
+        return {**super().client_actions(), ACTION_GENERATE: self.on_generate, ACTION_ANSWER: self.on_answer,
+                ACTION_STEP: self.on_step, ACTION_MEND: self.on_mend}
+
+    def on_generate(self, cli: ClientContext) -> None:
+        """Step 1 as owner: generate on a batch; offer the result to the relay."""
+        with party_rng(self.config.seed, cli.pid, cli.round):
+            item = generate(cli.state, self._gen_settings(), index=client_index(cli.pid), round=cli.round)
+        if cli.info.get("relay"):
+            cli.offer_relay(TAG_GENERATED, item)
+
+    def on_answer(self, cli: ClientContext) -> dict[str, InfoValue]:
+        """Step 3 as peer: answer every opened item into its owner's peer sum."""
+        st = cli.state
+        grads, cross = answer(st, cli.pid, cli.relayed(TAG_GENERATED), list(cli.clients), round=cli.round)
+        for owner, g in grads.items():
+            cli.offer_peer(TAG_FEATURE_GRAD, owner, {"g": g})
+        st.setdefault("gen_cross_loss", []).append(cross)
+        return {"owners": ",".join(sorted(grads))}
+
+    def on_step(self, cli: ClientContext) -> None:
+        """Steps 4-5 as owner: the summed peer gradient (if any) and its fGen step."""
+        st = cli.state
+        summed = None
+        if cli.info.get("cross"):
+            summed = cli.peer_summed(TAG_FEATURE_GRAD)["g"]
+        peers = len(cli.clients) - 1
+        with party_rng(self.config.seed, cli.pid + "/step", cli.round):
+            local = owner_step(st, self._gen_settings(), summed, peers, round=cli.round)
+        st.setdefault("gen_local_losses", []).append(local)
+        if not cli.info.get("cross"):
+            st.setdefault("gen_cross_loss", []).append(0.0)
+
+    def on_mend(self, cli: ClientContext) -> None:
+        """The owner mends its graph with generated neighbours; FedSage trains on it from here on."""
+        st = cli.state
+        st["original_data"] = st["data"]
+        with party_rng(self.config.seed, cli.pid, -1):
             st["data"], counts = mend(st["data"], st["neighgen"], generator=st["gen_rng"])
-            st["generated_counts"] = counts
-            generated[pid] = int(counts.sum())
-        self._gen_report = {
-            "generated_neighbours": generated,
-            "hidden_nodes": {pid: int(fed.parties[pid].state["impaired"].hidden.numel()) for pid in fed.client_ids},
-            "local_loss_end": {pid: fed.parties[pid].state["gen_local_loss"] for pid in fed.client_ids},
-            "federated_steps": len(history),
-            "federated_loss_first": history[0] if history else {},
-            "federated_loss_last": history[-1] if history else {},
-        }
+        st["generated_counts"] = counts
+
+    def checkpoint_party(self, party: Party) -> dict[str, Any]:
+        """FedSage's state plus the owner's mended graph (a resumed run does not repeat
+        ``server_prepare``, which made it)."""
+        out = super().checkpoint_party(party)
+        st = party.state
+        if "generated_counts" in st:
+            out[_MENDED] = {"data": {k: v.detach().clone() for k, v in st["data"].items() if isinstance(v, torch.Tensor)},
+                            "counts": st["generated_counts"].clone()}
+        return out
+
+    def restore_party(self, party: Party, items: Mapping[str, Any]) -> None:
+        from torch_geometric.data import Data
+
+        st = party.state
+        mended = items.get(_MENDED)
+        if mended is not None and "generated_counts" not in st:
+            st["original_data"] = st["data"]
+            st["data"] = Data(**mended["data"])
+            st["generated_counts"] = mended["counts"]
+        super().restore_party(party, {k: v for k, v in items.items() if k != _MENDED})
+
+    def measure_client(self, party: Party) -> dict[str, Any]:
+        """FedSage's scores, plus (for result.json) what the owner's generator phase did."""
+        st = party.state
+        out = dict(super().measure_client(party))
+        if "generated_counts" in st:
+            out[_GEN] = {"generated": int(st["generated_counts"].sum()), "hidden": int(st["impaired"].hidden.numel()),
+                         "local_loss_end": float(st["gen_local_loss"]),
+                         "local": [float(x) for x in st.get("gen_local_losses", [])],
+                         "cross": [float(x) for x in st.get("gen_cross_loss", [])]}
+        return out
+
+    def combine_measures(self, server: Mapping[str, Any], per_client: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+        gen = {pid: m[_GEN] for pid, m in per_client.items() if _GEN in m}
+        if gen:
+            self._gen_report = _gen_report(gen)
+        return super().combine_measures(server, {pid: {k: v for k, v in m.items() if k != _GEN}
+                                                 for pid, m in per_client.items()})
 
     def _train_local_generator(self, pid: str, st: dict[str, Any]) -> None:
         """As owner ``pid``, on its own graph: impair it, train NeighGen (L^d + L^f), freeze the encoder."""
@@ -236,6 +324,31 @@ class FedSagePlus(FedSage):
         """result.json's ``fedsage`` block: NeighGen settings and what mending added."""
         o = self.options
         return {"fedsage": {**{k: o[k] for k in (*self._INTS, *self._FLOATS)}, **self._gen_report}}
+
+
+ACTION_GENERATE = "fedsage/gen/generate"
+ACTION_ANSWER = "fedsage/gen/answer"
+ACTION_STEP = "fedsage/gen/step"
+ACTION_MEND = "fedsage/gen/mend"
+_GEN = "fedsage_gen"
+_MENDED = "fedsage/mended"
+
+
+def _gen_report(gen: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """result.json's generator figures from the owners' measurements (the experimenter's view)."""
+    n = max(len(gen), 1)
+    steps = min((len(g["local"]) for g in gen.values()), default=0)
+    history = [{"local_feature_loss": sum(g["local"][t] for g in gen.values()) / n,
+                "cross_feature_loss": sum(g["cross"][t] for g in gen.values() if t < len(g["cross"])) / n}
+               for t in range(steps)]
+    return {
+        "generated_neighbours": {pid: int(g["generated"]) for pid, g in gen.items()},
+        "hidden_nodes": {pid: int(g["hidden"]) for pid, g in gen.items()},
+        "local_loss_end": {pid: float(g["local_loss_end"]) for pid, g in gen.items()},
+        "federated_steps": steps,
+        "federated_loss_first": history[0] if history else {},
+        "federated_loss_last": history[-1] if history else {},
+    }
 
 
 def _finite(v: Any) -> bool:
