@@ -148,25 +148,27 @@ def test_the_poisoning_variant_also_poisons_the_server_blind_nsf_gradient(node_t
     flip it there too, or the attack would silently poison θ only."""
     from securefg.attacks.malicious import malicious_uploads
     from securefg.attacks.poisoning import ALSO_POISONED, GRADIENT_UPLOADS
-    from securefg.federation.exchange import Exchange
+    from securefg.federation.program.exchange import ClientExchange
 
-    seen: dict[str, list[Any]] = {"honest": [], "poisoned": []}
-    original = Exchange.shared_sum
+    # what each client hands the shared_sum in round 0 (after any deviation, before the mechanism)
+    seen: dict[str, list[Any]] = {"honest": [{}], "poisoned": [{}]}
+    original = ClientExchange.deviate
 
-    def recording(self: Exchange, tag: str, inputs: Any, *args: Any, **kw: Any) -> Any:
-        if tag == "fedstruct/nsf_grad":
-            seen[recording.mode].append({k: dict(v) for k, v in inputs.items()})  # type: ignore[attr-defined]
-        return original(self, tag, inputs, *args, **kw)
+    def recording(self: ClientExchange, kind: str, tag: str, value: Any) -> Any:
+        out = original(self, kind, tag, value)
+        if (kind, tag) == ("shared_sum", "fedstruct/nsf_grad"):
+            seen[recording.mode][0].setdefault(self.rt.party.pid, dict(out))  # type: ignore[attr-defined]
+        return out
 
     flip = malicious_uploads("fedstruct", "test_flip_nsf", ["client/0"], GRADIENT_UPLOADS["fedstruct"],
                              lambda x: {k: -10.0 * v for k, v in dict(x).items()}, also=ALSO_POISONED["fedstruct"])
-    Exchange.shared_sum = recording  # type: ignore[method-assign]
+    ClientExchange.deviate = recording  # type: ignore[method-assign]
     try:
         for mode, method in (("honest", "fedstruct"), ("poisoned", flip)):
             recording.mode = mode  # type: ignore[attr-defined]
             run_method(node_task, method, "plaintext", rounds=1, keep=False, options=OPTIONS, lr=0.01, weight_decay=5e-4)
     finally:
-        Exchange.shared_sum = original  # type: ignore[method-assign]
+        ClientExchange.deviate = original  # type: ignore[method-assign]
     honest, poisoned = seen["honest"][0], seen["poisoned"][0]
     for key, value in honest["client/0"].items():
         assert torch.allclose(poisoned["client/0"][key], -10.0 * value)

@@ -197,6 +197,7 @@ class NodeRelay:
     # ----------------------------------------------------------- what the method hands over
     def offer(self, tag: str, round: int, item: bytes) -> None:
         """This client's item for ``relay(tag)`` this round."""
+        item = self.ex.deviate("relay", tag, item)
         if isinstance(_resolve(self.ex.stack, tag).mechanism, CKKSRelay):
             self.ex.ckks.offer_relay(tag, round, item)
             return
