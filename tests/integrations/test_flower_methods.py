@@ -87,6 +87,11 @@ def test_fedstruct_under_its_secure_stack_over_flower_matches_the_in_process_bac
         assert [h[key] for h in fl["history"]] == [h[key] for h in ip["history"]], key
     assert fl["metrics"]["test_acc"] == ip["metrics"]["test_acc"]
     assert [v["server_val_acc"] for v in fl["flower"]["server_view"]] == [h["mean_val"] for h in ip["history"]]
+    # the offline phase's report: what the server saw (hops, peer sums) and its bytes in the transcript
+    for part in ("abar", "nsf_share"):
+        for k in ("bytes", "wire_bytes", "hops", "peer_sums", "nonzeros_sent", "tag"):
+            assert fl["offline"][part].get(k) == ip["offline"][part].get(k), (part, k)
+    assert fl["offline"]["abar"]["bytes"] == ip["bytes_by_tag"]["fedstruct/abar"] > 0
     # the same envelopes and bytes (SecAgg+ messages, sealed boxes and the clear θ have fixed sizes)
     assert fl["envelopes"] == ip["envelopes"]
     assert fl["bytes_by_tag"] == ip["bytes_by_tag"]
@@ -210,7 +215,6 @@ def test_fedpub_under_ckks_over_flower_matches_the_in_process_backend(tmp_path):
             assert fl_sizes[k] == v, k
     for tag, v in ip["bytes_by_tag"].items():
         assert fl["bytes_by_tag"][tag] == pytest.approx(v, rel=1e-2), tag
-
 
 
 def test_fedsage_plus_under_its_secure_stack_over_flower_matches_the_in_process_backend(tmp_path):

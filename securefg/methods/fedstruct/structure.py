@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 
 import torch
 import torch.nn.functional as F
@@ -61,7 +62,7 @@ def node2vec_table(task: NodeTask, settings: FedStructSettings, seed: int, devic
                                epochs=settings.config.node2vec_epochs, generator=torch.Generator().manual_seed(seed),
                                device=device).cpu()
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")  # parties in their own processes may write it at once
     torch.save(table, tmp)
     tmp.replace(path)
     return table
