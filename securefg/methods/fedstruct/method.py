@@ -53,7 +53,13 @@ from securefg.methods.fedstruct.structure import (
 )
 from securefg.methods.tasks import NodeTask
 from securefg.methods.training import TrainConfig, party_rng
-from securefg.models.fedstruct import assemble, init_abar_state, multi_hop_adjacency, rw_normalized_adjacency
+from securefg.models.fedstruct import (
+    ClientGraphView,
+    assemble,
+    init_abar_state,
+    multi_hop_adjacency,
+    rw_normalized_adjacency,
+)
 from securefg.models.fedstruct.abar_protocol import contribution
 from securefg.protocol.mechanism import ExchangeKind
 
@@ -469,6 +475,11 @@ class FedStruct(Method):
             tensors["num_labeled"] = torch.tensor(int(st["num_labeled"]))
         if _OFFLINE in st:
             tensors[_OFFLINE] = {k: dict(v) for k, v in st[_OFFLINE].items()}
+        if self.settings.edge_dp is not None and st.get("structure_view") is not None and "edge_dp_counts" in st:
+            v, c = st["structure_view"], st["edge_dp_counts"]  # the reported view it computes on
+            tensors[_REPORTED] = {"nodes": v.nodes, "intra_edges": v.intra_edges, "inter_edges": v.inter_edges,
+                                  "inter_owner": v.inter_owner,
+                                  "counts": torch.tensor([c.true_pairs, c.kept, c.fake])}
         if tensors:
             out[_TENSORS] = tensors
         return out
@@ -485,6 +496,15 @@ class FedStruct(Method):
                 st[k] = {j: int(n) for j, n in t.items()}
             elif k == _OFFLINE:
                 st[k] = {j: dict(v) for j, v in t.items()}
+            elif k == _REPORTED:  # edge DP: back on the reported view (and its local matrix)
+                me = client_index(party.pid)
+                view = ClientGraphView(client_id=me, nodes=t["nodes"], intra_edges=t["intra_edges"],
+                                       inter_edges=t["inter_edges"], inter_owner=t["inter_owner"])
+                st["structure_view"] = view
+                st["edge_dp_counts"] = EdgeDPCounts(*(int(x) for x in t["counts"]))
+                if not self.settings.edge_dp_local_graph:
+                    assert isinstance(self.task, NodeTask)
+                    st["data"] = client_data(self.task, me, view, self.settings, self.config.device)
             elif isinstance(current, torch.Tensor) and isinstance(t, torch.Tensor) and current.shape == t.shape:
                 with torch.no_grad():
                     current.copy_(t)
@@ -585,6 +605,7 @@ _TENSORS = "fedstruct/tensors"
 _TRAINED_TENSORS = ("structure", "nsf_grad", "abar")
 _SETUP_BLOCKS = ("abar_cols", "abar_rows_t")
 _OFFLINE = "fedstruct/offline"
+_REPORTED = "fedstruct/reported_view"
 
 
 def _ratio(a: torch.Tensor, b: torch.Tensor) -> float:
