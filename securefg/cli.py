@@ -12,6 +12,7 @@ def main(argv: list[str] | None = None) -> int:
     from securefg.commands import (
         audit_cmd,
         datasets_cmd,
+        deploy_cmd,
         partition_cmd,
         reproduce_cmd,
         run_cmd,
@@ -20,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="securefg", description="Secure aggregation for federated graph learning.")
     sub = parser.add_subparsers(dest="command", required=True)
-    for mod in (run_cmd, datasets_cmd, partition_cmd, audit_cmd, summarize_cmd, reproduce_cmd):
+    for mod in (run_cmd, datasets_cmd, partition_cmd, audit_cmd, summarize_cmd, reproduce_cmd, deploy_cmd):
         mod.register(sub)
     args = parser.parse_args(argv)
     try:

@@ -69,6 +69,10 @@ class RingTooSmallError(OverflowRiskError):
     """A secure-sum ring cannot hold the stack's clip for n summands at the resolution asked for."""
 
 
+class ServerUnreachableError(ProtocolError):
+    """A party could not reach (or lost) the server it was pointed at within its time limit."""
+
+
 class UnexpectedMessageError(ProtocolError):
     """A well-authenticated message arrived where the protocol does not expect it.
 

@@ -1,9 +1,11 @@
 """``securefg run ... --backend flower``: one OS process per party, then one ``result.json``.
 
-The launcher is the experimenter, not a party: it provisions the channel keys (each party gets
-only its own private key), starts the server process and N client processes on loopback,
-waits, and assembles ``result.json`` from what each party wrote about itself: the transcripts
-of what each sent (merged, they are the in-process transcript), the clients' per-round scores
+The launcher is the experimenter, not a party: it provisions what each site would make for
+itself (:mod:`~securefg.integrations.flower.deploy`: the run file, one key folder per party with
+its own private key and its pinned copies of the directory and of the TLS CA), starts the
+server process and N client processes on loopback with the same command a site runs on its own
+host (``securefg party``), waits, and assembles ``result.json`` from what each party wrote
+about itself: the transcripts of what each sent (merged, they are the in-process transcript), the clients' per-round scores
 (the same per-client measurement the in-process runner reads from party state) and the
 server's view. Byte counts come from the same sealed envelopes as in process; Flower's own
 framing (routing fields, gRPC/protobuf overhead) is reported apart as ``flower``.
@@ -20,16 +22,15 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from securefg.errors import ConfigError, ProtocolError
-from securefg.federation.channel import ChannelIdentity
-from securefg.federation.party import SERVER, client_id
+from securefg.federation.party import SERVER, client_id, is_client
 from securefg.federation.transcript import load_jsonl
-from securefg.integrations.flower import require_flwr
-from securefg.integrations.flower.party import key_file, out_file
+from securefg.integrations.flower import deploy, require_flwr
+from securefg.integrations.flower.party import out_file
 
 
 def free_port() -> int:
@@ -38,20 +39,26 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def keys_dir(workdir: Path, pid: str) -> Path:
+    """``pid``'s key folder in the launcher's work folder (on several hosts: the site's own)."""
+    return workdir / "keys" / pid.replace("/", "_")
+
+
 def provision(workdir: Path, cfg: Any, clients: int, helpers: tuple[str, ...] = ()) -> None:
-    """Write the run configuration, session id, public directory and one key file per party."""
-    (workdir / "keys").mkdir(parents=True, exist_ok=True)
+    """What the sites and the coordinator of a deployment make, on one host (docs/flower.md,
+    "Deploy on several hosts"): ``run.toml`` (configuration and session id), each party's key
+    folder (``securefg keys new``) with its pinned copy of ``directory.json`` (``securefg keys
+    directory``), the server's TLS files (``securefg certs``) and each node's copy of ``ca.pem``."""
     (workdir / "parties").mkdir(parents=True, exist_ok=True)
-    (workdir / "config.json").write_text(json.dumps(asdict(cfg), default=str))
-    (workdir / "session").write_bytes(os.urandom(16))
-    directory = {}
-    for pid in [SERVER, *(client_id(k) for k in range(clients)), *helpers]:
-        ident = ChannelIdentity(pid)
-        directory[pid] = ident.public_bytes.hex()
-        path = key_file(workdir, pid)
-        path.write_bytes(ident._private.private_bytes_raw())  # noqa: SLF001 - provisioning is the one export
-        path.chmod(0o600)
-    (workdir / "directory.json").write_text(json.dumps(directory))
+    deploy.write_run_file(workdir / "run.toml", cfg)
+    pids = [SERVER, *(client_id(k) for k in range(clients)), *helpers]
+    publics = [deploy.new_keys(pid, keys_dir(workdir, pid), force=True) for pid in pids]
+    deploy.build_directory(publics, workdir / deploy.DIRECTORY)
+    deploy.make_certs(keys_dir(workdir, SERVER), ["127.0.0.1"])
+    for pid in pids:
+        shutil.copyfile(workdir / deploy.DIRECTORY, keys_dir(workdir, pid) / deploy.DIRECTORY)
+        if pid != SERVER:
+            shutil.copyfile(keys_dir(workdir, SERVER) / deploy.CA_CERT, keys_dir(workdir, pid) / deploy.CA_CERT)
 
 
 def merge_transcripts(workdir: Path, pids: list[str], out: Path) -> None:
@@ -91,10 +98,12 @@ class FlowerProcesses:
         self.address = f"127.0.0.1:{free_port()}"
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
 
-    def _spawn(self, pid: str, args: list[str]) -> None:
+    def _spawn(self, pid: str, role: str) -> None:
         log = (self.workdir / "logs" / (pid.replace("/", "_") + ".log")).open("wb")
-        cmd = [sys.executable, "-m", "securefg.integrations.flower.party", "--workdir", str(self.workdir),
-               "--address", self.address, *args]
+        w = self.workdir
+        cmd = [sys.executable, "-m", "securefg", "party", "--role", role, "--id", pid, "--server", self.address,
+               "--config", str(w / "run.toml"), "--keys", str(keys_dir(w, pid)), "--out", str(w / "parties"),
+               "--connect-timeout", "300"]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in [os.environ.get("PYTHONPATH", ""), *sys.path] if p),
                "GRPC_ENABLE_FORK_SUPPORT": "0",
                # one party, one thread: N+1 processes each with a thread pool oversubscribe the cores
@@ -104,9 +113,9 @@ class FlowerProcesses:
 
     def start(self) -> None:
         (self.workdir / "logs").mkdir(parents=True, exist_ok=True)
-        self._spawn(SERVER, ["--role", "server", "--clients", str(self.clients)])
+        self._spawn(SERVER, "server")
         for pid in [*self.helpers, *(client_id(k) for k in range(self.clients))]:
-            self._spawn(pid, ["--role", "node", "--pid", pid])
+            self._spawn(pid, "client" if is_client(pid) else "helper")
 
     def kill(self, pid: str) -> None:
         """SIGKILL one party's process (how tests make a client drop out mid-round)."""

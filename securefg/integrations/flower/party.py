@@ -1,12 +1,20 @@
-"""One party's OS process on the Flower backend: ``python -m securefg.integrations.flower.party``.
+"""One party's OS process on the Flower backend: ``securefg party`` (or ``python -m securefg.integrations.flower.party``).
 
-The launcher provisions a work folder: ``config.json`` (the run configuration), ``session``
-(the run's session id), ``directory.json`` (every party's public channel key) and, per party,
-``keys/<name>.key`` holding that party's channel private key alone (a stand-in for each site's
-own key store; no party ever reads another's). The server process hosts Flower's gRPC fleet
-server and drives the run; a client process runs Flower's client loop around its ClientApp.
-Each party writes only its own outputs: its transcript (what it sent) and, for a client, its
-per-round scores (the experimenter's measurement).
+A party starts from its own files alone; no folder is shared between hosts:
+
+* ``--config run.toml``: the run file (the :class:`~securefg.experiment.RunConfig` fields and
+  the run's session id), the same copy at every party;
+* ``--keys DIR``: its own key folder: ``private.key`` (its channel private key, mode 0600),
+  ``public.json``, ``directory.json`` (the pinned public directory of every party; another file
+  with ``--directory``) and, for TLS, ``ca.pem`` (a client's pinned CA; ``--ca``) or the
+  server's ``ca.pem``, ``server.pem`` and ``server.key`` (``--certs DIR``);
+* ``--out DIR``: its own outputs: its transcript (what it sent), its per-round measurement (the
+  experimenter's), and for the server ``server.json`` with what it learned (``server_view``).
+
+The server hosts Flower's gRPC fleet server (over TLS) and drives the run; a client or helper
+(e.g. the CKKS ``keyholder``) runs Flower's client loop around its ClientApp. See
+:mod:`securefg.integrations.flower.deploy` for the files and ``docs/flower.md`` ("Deploy on
+several hosts") for the walk-through.
 """
 
 from __future__ import annotations
@@ -15,52 +23,33 @@ import argparse
 import json
 import logging
 import sys
-import time
-from dataclasses import fields
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
-
-from securefg.federation.channel import ChannelIdentity
+from securefg.errors import AuthenticationError, ConfigError, ProtocolError, ServerUnreachableError
 from securefg.federation.party import SERVER, Party, client_id, client_index, is_client
 from securefg.federation.party_transport import PartyTransport
+from securefg.integrations.flower import deploy
+
+ROLES = ("server", "client", "helper")
 
 
-def key_file(workdir: Path, pid: str) -> Path:
-    return workdir / "keys" / (pid.replace("/", "_") + ".key")
+def party_file(out: Path, pid: str, what: str) -> Path:
+    """A file of ``pid``'s own output folder ``out``."""
+    return Path(out) / f"{pid.replace('/', '_')}.{what}"
 
 
 def out_file(workdir: Path, pid: str, what: str) -> Path:
-    return workdir / "parties" / f"{pid.replace('/', '_')}.{what}"
+    """A party's output file in the single-host launcher's work folder (every party writes to
+    ``<workdir>/parties``; the names carry the party)."""
+    return party_file(Path(workdir) / "parties", pid, what)
 
 
-def load_transport(workdir: Path, pid: str) -> PartyTransport:
-    """This party's transport end from its provisioned key, the session and the directory."""
-    raw = key_file(workdir, pid).read_bytes()
-    identity = ChannelIdentity(pid, X25519PrivateKey.from_private_bytes(raw))
-    directory = {k: bytes.fromhex(v) for k, v in json.loads((workdir / "directory.json").read_text()).items()}
-    # Every party gets the whole public directory: envelopes between two non-server parties (a
-    # client and the CKKS key holder, a keyholder party or a client) ride through the server,
-    # sealed and authenticated end to end by the channel keys of their two ends.
-    return PartyTransport(identity, session=(workdir / "session").read_bytes(), directory=directory)
-
-
-def save_transcript(workdir: Path, transport: PartyTransport) -> None:
+def save_transcript(out: Path, transport: PartyTransport) -> None:
     """This party's sends, and their logical clocks for the causal merge."""
-    transport.transcript.save_jsonl(out_file(workdir, transport.pid, "transcript.jsonl"))
-    out_file(workdir, transport.pid, "clocks.json").write_text(json.dumps(transport.clocks))
-
-
-def load_config(workdir: Path) -> Any:
-    from securefg.experiment import RunConfig
-
-    raw = json.loads((workdir / "config.json").read_text())
-    known = {f.name for f in fields(RunConfig)}
-    raw = {k: v for k, v in raw.items() if k in known}
-    if raw.get("split") is not None:
-        raw["split"] = tuple(raw["split"])
-    return RunConfig(**raw)
+    transport.transcript.save_jsonl(party_file(out, transport.pid, "transcript.jsonl"))
+    party_file(out, transport.pid, "clocks.json").write_text(json.dumps(transport.clocks))
 
 
 def _run_parts(cfg: Any) -> tuple[Any, Any, Any]:
@@ -69,7 +58,6 @@ def _run_parts(cfg: Any) -> tuple[Any, Any, Any]:
     Raises:
         ConfigError: The method has no party programs.
     """
-    from securefg.errors import ConfigError
     from securefg.experiment import build_method, seed_everything
 
     seed_everything(cfg.seed)
@@ -79,18 +67,18 @@ def _run_parts(cfg: Any) -> tuple[Any, Any, Any]:
     return cfg, method, stack
 
 
-def file_sink(workdir: Path) -> Any:
+def file_sink(out: Path) -> Any:
     """A party's measurement sink on Flower: one file per party and round, in its own folder
     (the experimenter reads them; no party does)."""
     import torch
 
     def sink(pid: str, round: int, values: dict[str, Any]) -> None:
-        torch.save(values, out_file(workdir, pid, f"measure.{round}.pt"))
+        torch.save(values, party_file(out, pid, f"measure.{round}.pt"))
 
     return sink
 
 
-def save_private_ledgers(workdir: Path, party: Party) -> None:
+def save_private_ledgers(out: Path, party: Party) -> None:
     """This party's DP ledger, for the experimenter's privacy report (as a checkpoint holds it)."""
     import torch
 
@@ -98,10 +86,22 @@ def save_private_ledgers(workdir: Path, party: Party) -> None:
 
     acc = party.state.get(STATE_KEY)
     if acc is not None:
-        torch.save(acc.state_dict(), out_file(workdir, party.pid, "accountant.pt"))
+        torch.save(acc.state_dict(), party_file(out, party.pid, "accountant.pt"))
 
 
-def run_server(workdir: Path, address: str, clients: int, connect_timeout: float) -> None:
+def run_server(cfg: Any, transport: PartyTransport, address: str, out: Path, *,
+               certificates: tuple[bytes, bytes, bytes] | None, connect_timeout: float,
+               pinned: dict[str, bytes], directory_path: Path | str = "the directory") -> dict[str, Any]:
+    """The server party: host the gRPC fleet server, wait for every party, drive the run.
+
+    Writes ``<out>/server.json`` (what the server learned, ``server_view``, and the run's
+    transport facts) and returns it.
+
+    Raises:
+        ConfigError: The pinned directory lacks a party of the run.
+        ProtocolError: Not every party connected within ``connect_timeout`` seconds.
+        AuthenticationError: A node presented a channel key other than the pinned one.
+    """
     from flwr.common import ReconnectIns
     from flwr.server.client_manager import SimpleClientManager
     from flwr.server.server import reconnect_clients
@@ -111,70 +111,101 @@ def run_server(workdir: Path, address: str, clients: int, connect_timeout: float
     from securefg.integrations.flower.grid import BidiGrid
     from securefg.integrations.flower.runtime import FlowerServerRuntime
 
-    cfg, method, stack = _run_parts(load_config(workdir))
-    method.task = _only_own_data(method.task, -1)  # the server holds no client's data
-    helpers = tuple(method.extra_parties)
-    transport = load_transport(workdir, SERVER)
     party = Party(SERVER)
     cm = SimpleClientManager()
-    server = start_grpc_server(client_manager=cm, server_address=address)
-    (workdir / "parties" / "server.ready").write_text(address)
+    # listen first: the parties connect (and wait) while every process builds the task
+    server = start_grpc_server(client_manager=cm, server_address=address, certificates=certificates)
     try:
-        nodes = clients + len(helpers)
+        cfg, method, stack = _run_parts(cfg)
+        method.task = _only_own_data(method.task, -1)  # the server holds no client's data
+        clients = method.num_clients
+        helpers = tuple(method.extra_parties)
+        expected = [*(client_id(k) for k in range(clients)), *helpers]
+        missing = [pid for pid in expected if pid not in pinned]
+        if missing:
+            raise ConfigError(f"{directory_path}: the pinned directory has no key for {missing} (the run has "
+                              f"{clients} clients and helpers {list(helpers)})")
+        nodes = len(expected)
         if not cm.wait_for(nodes, timeout=int(connect_timeout)):
-            raise TimeoutError(f"only {cm.num_available()} of {nodes} parties connected in {connect_timeout}s")
+            raise ProtocolError(f"only {cm.num_available()} of {nodes} parties connected to {address} "
+                                f"within {connect_timeout:g} s")
         grid = BidiGrid(cm)
         rt = FlowerServerRuntime(transport, party, grid=grid)
-        rt.connect([*(client_id(k) for k in range(clients)), *helpers])
+        rt.connect(expected, pinned={pid: pinned[pid] for pid in expected}, source=str(directory_path))
         program = ServerProgram(method, rt, party_stack(stack), seed=cfg.seed, rounds=cfg.rounds,
-                                sink=file_sink(workdir), patience=method.config.patience)
+                                sink=file_sink(out), patience=method.config.patience)
         program.setup()
         outcome = program.run()
-        save_transcript(workdir, transport)
-        save_private_ledgers(workdir, party)
-        out_file(workdir, SERVER, "json").write_text(json.dumps({
+        save_transcript(out, transport)
+        save_private_ledgers(out, party)
+        summary = {
             "server_view": outcome.server_view, "train_seconds": outcome.train_seconds, "dropped": rt.dropped,
             "stopped_early": outcome.stopped_early, "framing_bytes": rt.framing_bytes, "steps": rt.steps,
             "flower_bytes_sent": grid.bytes_sent, "flower_bytes_received": grid.bytes_received,
-        }, indent=1, default=float))
+        }
+        party_file(out, SERVER, "json").write_text(json.dumps(summary, indent=1, default=float))
         proxies = list(cm.all().values())
         reconnect_clients([(p, ReconnectIns(seconds=None)) for p in proxies], max_workers=None, timeout=10)
         grid.close()
+        return summary
     finally:
         server.stop(grace=1)
 
 
-def run_node(workdir: Path, address: str, pid: str) -> None:
-    """A client, or a helper party such as the ``keyholder`` (which runs mechanisms only)."""
+def run_node(cfg: Any, transport: PartyTransport, address: str, out: Path, *,
+             root_certificates: bytes | None, connect_timeout: float) -> None:
+    """A client, or a helper party such as the ``keyholder`` (which runs mechanisms only).
+
+    Raises:
+        ConfigError: ``pid`` is neither a client nor a helper party of the run's method.
+        ServerUnreachableError: The server did not answer at ``address`` within
+            ``connect_timeout`` seconds, refused the TLS handshake, or went away mid-run.
+        AuthenticationError: The server refused this party's channel key.
+    """
+    import grpc
     from flwr.clientapp import ClientApp
     from flwr.compat.client.app import start_client_internal
 
     from securefg.federation.program.client_runtime import ClientRuntime
     from securefg.federation.program.driver import party_stack, serve_party
     from securefg.integrations.flower.grid import TunnelClient
-    from securefg.integrations.flower.runtime import client_app
+    from securefg.integrations.flower.runtime import ACTION_REFUSED, client_app
 
-    cfg, method, stack = _run_parts(load_config(workdir))
+    pid = transport.pid
+    deploy.wait_for_server(address, connect_timeout)  # before the (slower) task: an unreachable server stops it fast
+    cfg, method, stack = _run_parts(cfg)
     helpers = tuple(method.extra_parties)
+    if is_client(pid) and client_index(pid) >= method.num_clients:
+        raise ConfigError(f"{pid!r} is not a client of this run ({method.num_clients} clients: client/0 .. "
+                          f"client/{method.num_clients - 1})")
     if not is_client(pid) and pid not in helpers:
-        raise ValueError(f"{pid!r} is neither a client nor a helper party of {method.name!r} (helpers: {list(helpers)})")
+        raise ConfigError(f"{pid!r} is neither a client nor a helper party of {method.name!r} (helpers: {list(helpers)})")
     party = Party(pid)
-    transport = load_transport(workdir, pid)
-    rt = ClientRuntime(transport, party, trace=out_file(workdir, pid, "steps"))
+    rt = ClientRuntime(transport, party, trace=party_file(out, pid, "steps"))
+    # the node names itself and its channel key; the server compares the key with its pinned copy
+    rt.on("hello", lambda step: {"pid": pid, "public_key": transport.public_key.hex()})
+
+    def refused(step: Any) -> None:
+        raise AuthenticationError(f"the server refused {pid!r}: {step.info.get('reason', '')}")
+
+    rt.on(ACTION_REFUSED, refused)
     serve_party(method, rt, party_stack(stack), seed=cfg.seed, clients=[client_id(k) for k in range(method.num_clients)],
-                helpers=helpers, sink=file_sink(workdir))
+                helpers=helpers, sink=file_sink(out))
     method.task = _only_own_data(method.task, client_index(pid) if is_client(pid) else -1)  # the others' data leaves
     app = client_app(rt)
     flower_app = ClientApp(client_fn=lambda context: TunnelClient(app, context).to_client())
-    ready = workdir / "parties" / "server.ready"
-    while not ready.exists():
-        time.sleep(0.1)
     try:
         start_client_internal(server_address=address, node_config={}, load_client_app_fn=lambda *_: flower_app,
-                              insecure=True, max_wait_time=60)
+                              insecure=root_certificates is None, root_certificates=root_certificates,
+                              max_wait_time=connect_timeout)
+    except grpc.RpcError as exc:
+        code = exc.code() if hasattr(exc, "code") else None
+        details = exc.details() if hasattr(exc, "details") else str(exc)
+        raise ServerUnreachableError(f"{pid} lost or could not open its connection to the server at {address} "
+                                     f"({code}: {details})") from exc
     finally:
-        save_transcript(workdir, transport)
-        save_private_ledgers(workdir, party)
+        save_transcript(out, transport)
+        save_private_ledgers(out, party)
 
 
 def _only_own_data(task: Any, index: int) -> Any:
@@ -194,21 +225,85 @@ def _only_own_data(task: Any, index: int) -> Any:
     return task
 
 
+# ----------------------------------------------------------------------------- command line
+def add_party_options(p: argparse.ArgumentParser) -> None:
+    """The options of ``securefg party`` (and of ``python -m securefg.integrations.flower.party``)."""
+    p.add_argument("--role", choices=ROLES, required=True,
+                   help="server (hosts the gRPC server and drives the run), client, or helper (e.g. keyholder)")
+    p.add_argument("--id", default=None, help="this party's id: client/<k>, a helper's name such as keyholder, "
+                                              "or server (the default for --role server)")
+    p.add_argument("--server", required=True, metavar="HOST:PORT",
+                   help="a client's or helper's server address; the server listens on it (e.g. 0.0.0.0:9092)")
+    p.add_argument("--config", type=Path, required=True, help="the run file (securefg config), same copy everywhere")
+    p.add_argument("--keys", type=Path, required=True,
+                   help="this party's key folder (securefg keys new): private.key, public.json, and the pinned "
+                        "directory.json and ca.pem")
+    p.add_argument("--directory", type=Path, default=None, help="the pinned directory (default: KEYS/directory.json)")
+    p.add_argument("--ca", type=Path, default=None, help="client/helper: the pinned CA certificate (default: KEYS/ca.pem)")
+    p.add_argument("--certs", type=Path, default=None,
+                   help="server: folder with ca.pem, server.pem, server.key (securefg certs; default: KEYS)")
+    p.add_argument("--insecure", action="store_true", help="plain gRPC without TLS (a trusted loopback only)")
+    p.add_argument("--out", type=Path, default=Path("."), help="this party's output folder (default: .)")
+    p.add_argument("--connect-timeout", type=float, default=60.0,
+                   help="seconds to reach the server (client) or to see every party connect (server); default 60")
+    p.add_argument("--data-root", default=None, help="this site's dataset root (overrides the run file's)")
+    p.add_argument("--device", default=None, help="this site's device (overrides the run file's)")
+
+
+def run_party(a: argparse.Namespace) -> int:
+    """``securefg party``: check this party's files and reach the server (fast, before torch
+    and the task are loaded), then run it."""
+    pid = a.id or (SERVER if a.role == "server" else None)
+    if pid is None:
+        raise ConfigError(f"--role {a.role} needs --id (client/<k> or a helper's name)")
+    if (a.role == "server") != (pid == SERVER) or (a.role == "client") != is_client(pid):
+        raise ConfigError(f"--id {pid!r} does not fit --role {a.role} (server: 'server'; client: 'client/<k>'; "
+                          f"helper: another name)")
+    deploy.split_address(a.server)
+    options, session = deploy.read_run_table(a.config)
+    identity = deploy.load_identity(a.keys, pid)
+    directory_path = a.directory or a.keys / deploy.DIRECTORY
+    directory = deploy.load_directory(directory_path)
+    deploy.check_pinned(identity, directory, directory_path)
+    transport = PartyTransport(identity, session=session, directory=directory)
+    certs, ca = None, None
+    if a.role == "server" and not a.insecure:
+        folder = a.certs or a.keys
+        certs = (deploy.read_pem(folder / deploy.CA_CERT, "CA certificate"),
+                 deploy.read_pem(folder / deploy.SERVER_CERT, "server certificate"),
+                 deploy.read_pem(folder / deploy.SERVER_KEY, "server TLS key"))
+    elif a.role != "server" and not a.insecure:
+        ca = deploy.read_pem(a.ca or a.keys / deploy.CA_CERT, "CA certificate")
+    if a.role != "server":
+        deploy.wait_for_server(a.server, a.connect_timeout)
+    cfg = deploy.run_config(options, a.config)
+    if a.data_root is not None:
+        cfg = replace(cfg, data_root=a.data_root)
+    if a.device is not None:
+        cfg = replace(cfg, device=a.device)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if a.role == "server":
+        run_server(cfg, transport, a.server, out, certificates=certs, connect_timeout=a.connect_timeout,
+                   pinned=directory, directory_path=directory_path)
+    else:
+        run_node(cfg, transport, a.server, out, root_certificates=ca, connect_timeout=a.connect_timeout)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--role", choices=("server", "node"), required=True)
-    p.add_argument("--workdir", type=Path, required=True)
-    p.add_argument("--address", required=True)
-    p.add_argument("--clients", type=int, default=0)
-    p.add_argument("--pid", default="", help="the node's party id (client/<k> or a helper such as keyholder)")
-    p.add_argument("--connect-timeout", type=float, default=300.0)
+    from securefg.errors import SecureFGError
+
+    p = argparse.ArgumentParser(prog="securefg party", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_party_options(p)
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    if a.role == "server":
-        run_server(a.workdir, a.address, a.clients, a.connect_timeout)
-    else:
-        run_node(a.workdir, a.address, a.pid)
-    return 0
+    try:
+        return run_party(a)
+    except SecureFGError as exc:
+        print(f"securefg: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

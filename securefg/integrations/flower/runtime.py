@@ -20,13 +20,16 @@ from flwr.clientapp import ClientApp
 from flwr.clientapp.typing import Mod
 from flwr.serverapp.grid import Grid
 
-from securefg.errors import ProtocolError
+from securefg.errors import AuthenticationError, ProtocolError
 from securefg.federation.program.client_runtime import ClientRuntime
 from securefg.federation.program.server_runtime import ServerRuntime, StepError
 from securefg.federation.program.step import Step
 from securefg.integrations.flower.records import MESSAGE_TYPE, step_from_content, step_to_content
 
-__all__ = ["ClientRuntime", "FlowerServerRuntime", "ServerRuntime", "client_app"]
+__all__ = ["ACTION_REFUSED", "ClientRuntime", "FlowerServerRuntime", "ServerRuntime", "client_app"]
+
+#: The step a server sends a node it refuses (the node stops with its ``reason``).
+ACTION_REFUSED = "securefg/refused"
 
 
 @dataclass
@@ -41,11 +44,19 @@ class FlowerServerRuntime(ServerRuntime):
     grid: Grid | None = None
     nodes: dict[str, int] = field(default_factory=dict)
 
-    def connect(self, expected: Iterable[str]) -> None:
+    def connect(self, expected: Iterable[str], *, pinned: Mapping[str, bytes] | None = None,
+                source: str = "the pinned directory") -> None:
         """Map Flower node ids to party ids: every connected node names itself in ``hello``.
+
+        With ``pinned`` (party id -> channel public key), a node must also present its party's
+        pinned key in ``hello``; one that presents another is sent ``securefg/refused`` and the
+        run stops. (The claim itself proves nothing: a party without the private key could not
+        open or seal a single envelope. The check turns a stale or mixed-up key into a clear
+        error before the run starts.)
 
         Raises:
             ProtocolError: A node claims an unexpected or taken id, or an expected party is missing.
+            AuthenticationError: A node presented a channel key other than its pinned one.
         """
         assert self.grid is not None
         want = set(expected)
@@ -54,9 +65,17 @@ class FlowerServerRuntime(ServerRuntime):
         for rep in self.grid.send_and_receive(msgs):
             if rep.has_error():
                 continue
-            pid = step_from_content(rep.content).info.get("pid")
+            info = step_from_content(rep.content).info
+            pid = info.get("pid")
             if not isinstance(pid, str) or pid not in want or pid in self.nodes:
                 raise ProtocolError(f"node {rep.metadata.src_node_id} claims to be {pid!r}, expected one of {sorted(want)}")
+            if pinned is not None and info.get("public_key") != pinned[pid].hex():
+                reason = (f"{pid!r} presented channel key {str(info.get('public_key'))[:16]}..., but {source} pins "
+                          f"{pinned[pid].hex()[:16]}... for it")
+                refusal = Step(ACTION_REFUSED, info={"reason": reason})
+                self.grid.send_and_receive([Message(step_to_content(refusal), dst_node_id=rep.metadata.src_node_id,
+                                                    message_type=MESSAGE_TYPE)], timeout=10)
+                raise AuthenticationError(reason)
             self.nodes[pid] = rep.metadata.src_node_id
         missing = want - set(self.nodes)
         if missing:
