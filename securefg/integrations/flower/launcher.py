@@ -1,14 +1,15 @@
 """``securefg run ... --backend flower``: one OS process per party, then one ``result.json``.
 
 The launcher is the experimenter, not a party: it provisions what each site would make for
-itself (:mod:`~securefg.integrations.flower.deploy`: the run file, one key folder per party with
-its own private key and its pinned copies of the directory and of the TLS CA), starts the
+itself (:mod:`~securefg.integrations.flower.deploy`: the run file, one key folder per party
+with its own private key and its pinned copies of the directory and of the TLS CA), starts the
 server process and N client processes on loopback with the same command a site runs on its own
 host (``securefg party``), waits, and assembles ``result.json`` from what each party wrote
-about itself: the transcripts of what each sent (merged, they are the in-process transcript), the clients' per-round scores
-(the same per-client measurement the in-process runner reads from party state) and the
-server's view. Byte counts come from the same sealed envelopes as in process; Flower's own
-framing (routing fields, gRPC/protobuf overhead) is reported apart as ``flower``.
+about itself: the transcripts of what each sent (merged, they are the in-process transcript),
+the clients' per-round scores (the same per-client measurement the in-process runner reads from
+party state) and the server's view. Byte counts come from the same sealed envelopes as in
+process; Flower's own framing (routing fields, gRPC/protobuf overhead) is reported apart as
+``flower``.
 """
 
 from __future__ import annotations

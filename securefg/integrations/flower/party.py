@@ -1,4 +1,6 @@
-"""One party's OS process on the Flower backend: ``securefg party`` (or ``python -m securefg.integrations.flower.party``).
+"""One party's OS process on the Flower backend: ``securefg party``.
+
+(Also ``python -m securefg.integrations.flower.party``, with the same options.)
 
 A party starts from its own files alone; no folder is shared between hosts:
 
