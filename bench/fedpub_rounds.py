@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from securefg.device import seed_everything
 from securefg.experiment import RunConfig, build_method
 from securefg.federation.federation import Federation
+from securefg.federation.program.session import InProcessRun
 
 
 def build(dataset: str, clients: int, rounds: int, protocol: str, data_root: str | None):
@@ -31,8 +32,9 @@ def build(dataset: str, clients: int, rounds: int, protocol: str, data_root: str
                     protocol=protocol, seed=42, data_seed=1234, data_root=data_root, device="cpu", progress=False)
     _, method, stack, _ = build_method(cfg)
     fed = Federation(method.num_clients, stack, seed=42, extra_parties=method.extra_parties)
-    method.setup(fed)
-    return method, fed
+    run = InProcessRun(method, fed, rounds=rounds)
+    run.prepare()
+    return run, fed
 
 
 def main() -> None:
@@ -47,22 +49,20 @@ def main() -> None:
     runs = {name: build(args.dataset, args.clients, args.rounds, name, args.data_root) for name in ("plaintext", "fedpub_ckks")}
     times: dict[str, list[float]] = {name: [] for name in runs}
     for r in range(args.rounds):
-        for name, (method, fed) in runs.items():
-            fed.set_round(r)
+        for name, (run, fed) in runs.items():
             t0 = time.perf_counter()
-            method.run_round(fed, r)
+            run.play_round(r)  # the round and its measurement step (no envelopes)
             times[name].append(time.perf_counter() - t0)
-            method.measure(fed)
         print(f"round {r}: plaintext {times['plaintext'][-1]:.2f} s, ckks {times['fedpub_ckks'][-1]:.2f} s", flush=True)
     print(f"{args.dataset}, {args.clients} clients, {args.rounds} rounds (interleaved), wall seconds per round:")
-    for name, (method, fed) in runs.items():
+    for name, (run, fed) in runs.items():
         later = statistics.median(times[name][1:])
         by_round = fed.transcript.bytes_by_round()
         steady = [sum(v.values()) for r, v in by_round.items() if r >= 1]
         per_client = statistics.median(steady) / args.clients if steady else float("nan")
         print(f"  {name:12s} round 0 {times[name][0]:7.2f} s (ckks: incl. key setup), later rounds median {later:6.2f} s, "
               f"{per_client / 1e6:8.2f} MB payload per client per round")
-    acc = {name: method.measure(fed)["mean_test"] for name, (method, fed) in runs.items()}
+    acc = {name: run.row(args.rounds - 1)["mean_test"] for name, (run, fed) in runs.items()}
     print(f"  mean client test accuracy after {args.rounds} rounds: plaintext {acc['plaintext']:.4f}, ckks {acc['fedpub_ckks']:.4f}")
     ratio = statistics.median(times["fedpub_ckks"][1:]) / statistics.median(times["plaintext"][1:])
     print(f"ckks_round_ratio={ratio:.2f}")

@@ -23,8 +23,8 @@ from typing import Any
 
 import torch
 
-from securefg.attacks.malicious import deviating_clients, intercepted, malicious_method
-from securefg.methods.base import Method, method_class, register_method
+from securefg.attacks.malicious import deviating_clients, malicious_method
+from securefg.methods.base import Method, method_class
 
 Shape = Callable[[dict[str, torch.Tensor]], dict[str, torch.Tensor]]
 
@@ -85,29 +85,13 @@ def label_poisoned_method(base: str, label: str, members: Iterable[str], *, shif
                               f"{pid} holds no training batch")
         st["batch"] = dataclasses.replace(batch, y=shifted(batch.y, shift, num_classes).to(batch.y.dtype))
 
-    if bcls.has_programs():
-        def setup_client(self: Method, party: Any, index: int) -> None:
-            bcls.setup_client(self, party, index)
-            if party.pid in mine:
-                _shift_batch(party.state, party.pid)
+    def setup_client(self: Method, party: Any, index: int) -> None:
+        bcls.setup_client(self, party, index)
+        if party.pid in mine:
+            _shift_batch(party.state, party.pid)
 
-        return deviating_clients(bcls, label, mine, [("aggregate", tag)], lambda x: shape(dict(x)),
-                                 what=f"on shifted labels ({label})", extra={"setup_client": setup_client})
-
-    def setup(self: Method, fed: Any) -> None:
-        bcls.setup(self, fed)
-        for pid in mine:
-            _shift_batch(fed.parties[pid].state, pid)
-
-    def run_round(self: Method, fed: Any, r: int) -> Any:
-        with intercepted(fed.exchange, "aggregate", tag, mine, lambda x: shape(dict(x))):
-            return bcls.run_round(self, fed, r)
-
-    attrs: dict[str, Any] = {"name": f"{bcls.name}+{label}", "setup": setup, "run_round": run_round,
-                             "__doc__": f"{bcls.__name__} with {sorted(mine)} on shifted labels ({label})."}
-    cls: type[Method] = type(f"{bcls.__name__}LabelPoisoned{label.title().replace('_', '')}", (bcls,), attrs)
-    register_method(cls)
-    return str(cls.name)
+    return deviating_clients(bcls, label, mine, [("aggregate", tag)], lambda x: shape(dict(x)),
+                             what=f"on shifted labels ({label})", extra={"setup_client": setup_client})
 
 
 def scaled_to_norm(update: dict[str, torch.Tensor], norm: float) -> dict[str, torch.Tensor]:

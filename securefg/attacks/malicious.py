@@ -10,7 +10,7 @@ unchanged experiment pipeline and protocol stack.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from typing import Any
 
 from securefg.methods.base import Method, method_class, register_method
@@ -73,37 +73,14 @@ def malicious_uploads(base: str, label: str, members: Iterable[str], tag: str,
     further ``(op, tag)`` uploads poisoned the same way (FedStruct's ∇S rides its own
     ``shared_sum``, apart from the θ gradients).
 
-    For methods whose client step is not a method handler (FedStruct runs module functions
-    inside ``run_round``): the deviation sits exactly where a malicious client acts, between
-    computing its honest input and handing it to the mechanism, so the stack's transforms
-    (``clip_norm``) still see the poisoned input, as a verified bound would.
+    The deviation sits exactly where a malicious client acts, between computing its honest
+    input and handing it to the exchange (:meth:`ClientExchange.deviate`), so the stack's
+    transforms (``clip_norm``) still see the poisoned input, as a verified bound would.
     """
     bcls = method_class(base)
     mine = frozenset(members)
     targets = ((op, tag), *also)
-    if bcls.has_programs():
-        return _deviating_clients(bcls, label, mine, targets, poison, what=f"poisoning {tag!r} ({label})")
-
-    @contextmanager
-    def poisoned(ex: Any) -> Iterator[None]:
-        with ExitStack() as stack:
-            for o, t in targets:
-                stack.enter_context(_intercepted(ex, o, t, mine, poison))
-            yield
-
-    def run_round(self: Method, fed: Any, r: int) -> Any:
-        with poisoned(fed.exchange):
-            return bcls.run_round(self, fed, r)
-
-    def setup(self: Method, fed: Any) -> Any:
-        with poisoned(fed.exchange):
-            return bcls.setup(self, fed)
-
-    attrs: dict[str, Any] = {"name": f"{bcls.name}+{label}", "run_round": run_round, "setup": setup,
-                             "__doc__": f"{bcls.__name__} with {sorted(mine)} poisoning {tag!r} ({label})."}
-    cls: type[Method] = type(f"{bcls.__name__}MaliciousUploads{label.title().replace('_', '')}", (bcls,), attrs)
-    register_method(cls)
-    return str(cls.name)
+    return _deviating_clients(bcls, label, mine, targets, poison, what=f"poisoning {tag!r} ({label})")
 
 
 def _deviating_clients(bcls: type[Method], label: str, mine: frozenset[str], targets: Iterable[tuple[str, str]],

@@ -26,9 +26,10 @@ import torch
 
 from securefg.errors import CheckpointError, ConfigError
 from securefg.federation.federation import Federation
-from securefg.federation.party import SERVER, is_client
-from securefg.federation.program.driver import MeasurementLog, ServerProgram, party_stack, serve_party, stop_round
-from securefg.federation.program.inprocess import in_process_parties
+from securefg.federation.program.driver import stop_round
+from securefg.federation.program.session import InProcessRun
+
+__all__ = ["CHECKPOINT", "TRANSCRIPT", "RoundRunner", "RunOutcome", "config_fingerprint", "stop_round"]
 from securefg.federation.transcript import load_jsonl
 from securefg.methods.base import Method
 
@@ -98,72 +99,21 @@ class RoundRunner:
         self.fingerprint, self.progress, self.patience = fingerprint, progress, patience
 
     def run(self) -> RunOutcome:
-        if type(self.method).has_programs():
-            return self._run_programs()
-        history: list[dict[str, Any]] = []
-        server_view: list[dict[str, float]] = []
-        start_round, resumed = 0, None
-        self.method.setup(self.fed)
-        if self.resume:
-            start_round, history, server_view = self._load()
-            resumed = start_round
-        t0 = time.perf_counter()
-        stopped = None
-        with _progress(self.progress, self.rounds, start_round, self.method.name) as bar:
-            for r in range(start_round, self.rounds):
-                if self._patience_ran_out(server_view):  # a resumed run that had already stopped
-                    break
-                self.fed.set_round(r)
-                server_view.append({"round": r, **self.method.run_round(self.fed, r)})
-                m = self.method.measure(self.fed)
-                history.append({"round": r, **m})
-                bar(r, m)
-                done = self._patience_ran_out(server_view)
-                last = done or r == self.rounds - 1
-                if self.out_dir is not None and (last or (self.checkpoint_every and (r + 1) % self.checkpoint_every == 0)):
-                    self._save(r + 1, history, server_view)
-                if done:
-                    break
-        if self._patience_ran_out(server_view):
-            stopped = {"round": server_view[-1]["round"], "patience": self.patience,
-                       "monitor": f"server/{self.method.server_val_key}", "rounds_run": len(server_view)}
-        return RunOutcome(history, self.method.summarize(history), time.perf_counter() - t0, resumed, server_view,
-                          stopped)
-
-    def _run_programs(self) -> RunOutcome:
-        """The method's party programs on the in-process backend (:mod:`securefg.federation.program`)."""
+        """Every round of the method's party programs on the in-process backend."""
         fed, method = self.fed, self.method
-        parties = in_process_parties(list(fed.parties), transcript=fed.transcript, session=fed.transport.session,
-                                     states=fed.parties)
-        parties.server.offline = set(fed.transport.offline)
-        parties.server.drop_at = {stage: set(pids) for stage, pids in fed.exchange.dropouts.items()}
-        log = MeasurementLog()
-        clients = fed.client_ids
-        helpers = [p for p in fed.parties if p != SERVER and not is_client(p)]
-        server = ServerProgram(method, parties.server, party_stack(fed.stack), seed=method.config.seed,
-                               rounds=self.rounds, sink=log.record, patience=self.patience)
-        legacy_setup = type(method).has_legacy_setup()
-        if legacy_setup:  # a setup phase still written against the in-process exchange
-            method.setup(fed)
-        else:
-            server.setup()
-        self._exchanges = {SERVER: server.exchange.rng}
-        for pid, rt in parties.clients.items():
-            ex = serve_party(method, rt, party_stack(fed.stack), seed=method.config.seed, clients=clients,
-                             helpers=helpers, sink=log.record, setup=not legacy_setup)
-            self._exchanges[pid] = ex.rng
-        self.program_parties = parties
-        method.observe_run(fed)
+        session = InProcessRun(method, fed, rounds=self.rounds, patience=self.patience)
+        self._rngs = session.rngs
+        self.program_parties = session.parties  # runtimes (who dropped where), for tests and audits
         start_round, history, server_view, resumed = 0, [], [], None
         if self.resume:
             start_round, history, server_view = self._load()
             resumed = start_round
+        server = session.server
         with _progress(self.progress, self.rounds, start_round, method.name) as bar:
             def on_round(r: int, view: list[dict[str, Any]]) -> None:
-                history.append(log.row(method, r, clients))
+                history.append(session.row(r))
                 bar(r, history[-1])
-                done = server._ran_out(view)
-                last = done or r == self.rounds - 1
+                last = server._ran_out(view) or r == self.rounds - 1
                 if self.out_dir is not None and (last or (self.checkpoint_every and (r + 1) % self.checkpoint_every == 0)):
                     self._save(r + 1, history, view)
 
@@ -171,12 +121,6 @@ class RoundRunner:
             outcome = server.run(start=start_round, server_view=server_view)
         return RunOutcome(history, method.summarize(history), outcome.train_seconds, resumed, outcome.server_view,
                           outcome.stopped_early)
-
-    def _patience_ran_out(self, server_view: list[dict[str, float]]) -> bool:
-        if not self.patience or len(server_view) >= self.rounds:
-            return False
-        key = self.method.server_val_key
-        return stop_round([float(v.get(key, float("nan"))) for v in server_view], self.patience)
 
     # ---------------------------------------------------------------- checkpoints
     def _save(self, next_round: int, history: list[dict[str, Any]], server_view: list[dict[str, float]]) -> None:
@@ -190,8 +134,7 @@ class RoundRunner:
             "parties": self.method.checkpoint(self.fed),
             "generator": self.method.generator.get_state(),
             "torch_rng": torch.get_rng_state(),
-            "exchange_rng": self.fed.exchange.rng.get_state(),
-            "party_rngs": {pid: g.get_state() for pid, g in getattr(self, "_exchanges", {}).items()},
+            "party_rngs": {pid: g.get_state() for pid, g in self._rngs.items()},
         }
         tmp = self.out_dir / (CHECKPOINT + ".tmp")
         torch.save(state, tmp)
@@ -213,8 +156,7 @@ class RoundRunner:
         self.method.restore(self.fed, state["parties"])
         self.method.generator.set_state(state["generator"])
         torch.set_rng_state(state["torch_rng"])
-        self.fed.exchange.rng.set_state(state["exchange_rng"])
-        for pid, g in getattr(self, "_exchanges", {}).items():
+        for pid, g in self._rngs.items():
             if pid in state.get("party_rngs", {}):
                 g.set_state(state["party_rngs"][pid])
         if (self.out_dir / TRANSCRIPT).is_file():

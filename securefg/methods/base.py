@@ -68,11 +68,14 @@ class MethodConfig:
 
 
 class Method:
-    """One federated learning method.
+    """One federated learning method, as party programs (:mod:`securefg.federation.program`).
 
-    Lifecycle, driven by :class:`~securefg.federation.runner.RoundRunner`: ``setup`` once,
-    then per round ``run_round`` (the protocol) and ``measure`` (the experimenter's per-client
-    evaluation, read from each party's own state and never sent), then ``summarize``.
+    Lifecycle, the same on every backend: each party's own setup (``setup_server``,
+    ``setup_client``, ``setup_helper``), the communicating setup phase ``server_prepare``, then
+    per round the server's ``server_round`` (which asks clients to run their
+    ``client_actions``) and every party's measurement of its own state (``measure_client``,
+    ``measure_server``: the experimenter's, never sent), which ``combine_measures`` turns into
+    a history row; finally ``summarize``.
     """
 
     name: ClassVar[str]
@@ -81,7 +84,7 @@ class Method:
     default_stack: ClassVar[str] = "plaintext"
     #: Options accepted in ``MethodConfig.options`` with their defaults.
     option_defaults: ClassVar[Mapping[str, Any]] = {}
-    #: The key of ``run_round``'s result holding the validation score the *server* learned (from
+    #: The key of ``server_round``'s result holding the validation score the *server* learned (from
     #: a secure sum); ``None``: the method reveals none, so it cannot stop early.
     server_val_key: ClassVar[str | None] = None
     #: Rounds without a better server-side validation score before training stops (the run
@@ -157,39 +160,21 @@ class Method:
         stack. On a multi-process backend ``fed``'s parties are empty stand-ins, so what a report
         needs from a party's state must come through its measurement. (default: nothing)"""
 
-    @classmethod
-    def has_programs(cls) -> bool:
-        """Whether the method runs as party programs (else the legacy in-process ``run_round``)."""
-        def definer(name: str) -> type:
-            return next(c for c in cls.__mro__ if name in c.__dict__)
+    #: Whether the method can run with its parties in separate processes (a one-owner baseline cannot).
+    distributable: ClassVar[bool] = True
 
-        programs, legacy = definer("server_round"), definer("run_round")
-        # a subclass that overrides the legacy round of a program method is still legacy
-        return programs is not Method and issubclass(programs, legacy)
-
-    @classmethod
-    def has_legacy_setup(cls) -> bool:
-        """Whether the method overrides the in-process ``setup(fed)`` (a setup phase that talks
-        through the legacy exchange): such a method's rounds run as party programs in process
-        only, after that setup."""
-        return next(c for c in cls.__mro__ if "setup" in c.__dict__) is not Method
-
-    # Legacy in-process interface (methods not yet written as party programs).
     def check_stack(self, stack: ProtocolStack) -> None:
         """Refuse, before anything trains, a stack this method cannot use (default: any goes)."""
 
+    # In-process conveniences over the party programs (tests, benches, audits).
     def setup(self, fed: Federation) -> None:
-        """Give each party its own data and model (default: the party programs' setups)."""
+        """Every party's own setup, in process (what the runner does before round 0)."""
         self.check_stack(fed.stack)
         self.setup_server(fed.server)
         for k, client in enumerate(fed.clients):
             self.setup_client(client, k)
         for pid in self.extra_parties:
             self.setup_helper(fed.parties[pid])
-
-    def run_round(self, fed: Federation, r: int) -> dict[str, float]:
-        """One round of the protocol; returns what the *server* learned (e.g. aggregated metrics)."""
-        raise NotImplementedError(f"method {self.name!r} runs as party programs")
 
     def measure(self, fed: Federation) -> dict[str, Any]:
         """The experimenter's evaluation of the current models: per-client and global metrics."""

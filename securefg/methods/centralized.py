@@ -7,14 +7,15 @@ the server's state only because this baseline pretends there is one data owner.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import torch
 from torch_geometric.data import Data
 
 from securefg.errors import ConfigError
-from securefg.federation.federation import Federation
-from securefg.federation.party import client_id
+from securefg.federation.party import Party, client_id
+from securefg.federation.program.context import ServerContext
 from securefg.methods.base import Method, register_method
 from securefg.methods.fedavg import summarize_task
 from securefg.methods.tasks import NodeTask
@@ -28,8 +29,12 @@ class Centralized(Method):
     name = "centralized"
     TAGS = {}
 
-    def setup(self, fed: Federation) -> None:
-        s = fed.server.state
+    #: One data owner by construction: it runs in process only (the launcher of a multi-process
+    #: backend refuses it), since no party of a federation may hold everyone's data.
+    distributable = False
+
+    def setup_server(self, party: Party) -> None:
+        s = party.state
         if isinstance(self.task, NodeTask):
             g = self.task.full_graph
             if g is None:
@@ -43,8 +48,11 @@ class Centralized(Method):
         s["model"] = self.make_model()
         s["optimizer"] = self.optimizer_for(s["model"])
 
-    def run_round(self, fed: Federation, r: int) -> dict[str, float]:
-        s, t = fed.server.state, self.config.train
+    def setup_client(self, party: Party, index: int) -> None:
+        """Clients hold nothing here: their data is pooled at the one owner."""
+
+    def server_round(self, srv: ServerContext, r: int) -> dict[str, float]:
+        s, t = srv.state, self.config.train
         if isinstance(self.task, NodeTask):
             # The one data holder draws client 0's per-round stream (party_rng), so one-client
             # full-batch FedAvg stays exactly centralized training.
@@ -56,14 +64,17 @@ class Centralized(Method):
                                groups=self.task.label_groups)
         return {}
 
-    def measure(self, fed: Federation) -> dict[str, Any]:
-        s = fed.server.state
+    def measure_server(self, party: Party) -> dict[str, Any]:
+        s = party.state
         if isinstance(self.task, NodeTask):
             sc = evaluate_node(s["model"], s["data"])
-            return {"mean_val": sc["val_acc"], "mean_test": sc["test_acc"], "per_client": {}}
+            return {"mean_val": sc["val_acc"], "mean_test": sc["test_acc"]}
         val, glob = self.score_graphs(s["model"], s["data"]["val"]), self.score_graphs(s["model"], self.task.global_test)
         return {"mean_val": val["auc"], "mean_test": glob["auc"], "global_test_auc": glob["auc"],
-                "global_test_acc": glob["acc"], "per_client": {}}
+                "global_test_acc": glob["acc"]}
+
+    def combine_measures(self, server: Mapping[str, Any], per_client: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+        return {**server, "per_client": {}}
 
     def summarize(self, history: list[dict[str, Any]]) -> dict[str, Any]:
         return summarize_task(self.task, history)

@@ -6,6 +6,8 @@ import torch
 from securefg.data.synthetic import make_csbm
 from securefg.errors import CheckpointError, ConfigError
 from securefg.federation.federation import Federation
+from securefg.federation.party import Party
+from securefg.federation.program.context import ServerContext
 from securefg.federation.runner import RoundRunner, stop_round
 from securefg.methods.base import Method, MethodConfig, method_class
 from securefg.methods.tasks import NodeTask
@@ -89,15 +91,22 @@ class _Scripted(Method):
         self.scores, self.ran = scores, 0
         self.server_val_key = key  # type: ignore[misc]
 
-    def setup(self, fed: Federation) -> None:
+    def setup_server(self, party: Party) -> None:
         pass
 
-    def run_round(self, fed: Federation, r: int) -> dict[str, float]:
+    def setup_client(self, party: Party, index: int) -> None:
+        pass
+
+    def server_round(self, srv: ServerContext, r: int) -> dict[str, float]:
         self.ran += 1
+        srv.state["round"] = r
         return {"server_val": self.scores[r]}
 
-    def measure(self, fed: Federation) -> dict[str, Any]:
-        r = fed.exchange.round
+    def measure_server(self, party: Party) -> dict[str, Any]:
+        return {"round": party.state["round"]}
+
+    def combine_measures(self, server: Any, per_client: Any) -> dict[str, Any]:
+        r = server["round"]
         return {"mean_val": self.scores[r], "mean_test": r / 100}
 
 

@@ -36,9 +36,9 @@ from securefg.federation.envelope import Envelope, Form
 from securefg.federation.party import SERVER
 from securefg.federation.program.calls import party_call, stand_ins
 from securefg.federation.program.ckks_keys import NodeKeys, ensure_keys
-from securefg.federation.program.step import Step
 from securefg.federation.program.client_runtime import ClientRuntime
 from securefg.federation.program.server_runtime import ServerRuntime
+from securefg.federation.program.step import Step
 from securefg.protocol.ckks.aggregate import release_sum
 from securefg.protocol.ckks.ckks_mechanism import CKKS
 from securefg.protocol.ckks.constants import Stage

@@ -23,9 +23,9 @@ from collections.abc import Iterable, Sequence
 from securefg.errors import MechanismError, ProtocolError, SecretKeyError
 from securefg.federation.party import SERVER
 from securefg.federation.program.calls import party_call, stand_ins
-from securefg.federation.program.step import Step
 from securefg.federation.program.client_runtime import ClientRuntime
 from securefg.federation.program.server_runtime import ServerRuntime
+from securefg.federation.program.step import Step
 from securefg.protocol.ckks.constants import Stage
 from securefg.protocol.ckks.key_setup import CKKSKeySetup
 from securefg.protocol.mechanism import ExchangeCall, ExchangeKind

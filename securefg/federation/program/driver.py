@@ -98,22 +98,31 @@ class ServerProgram:
         self.method.check_stack(self.exchange.stack)
         self.method.setup_server(self.rt.party)
 
+    def prepare(self) -> None:
+        """The method's communicating setup phase, once before round 0 (round -1)."""
+        self.exchange.round = -1
+        self.method.server_prepare(self.context)
+
+    def play_round(self, r: int) -> dict[str, Any]:
+        """Round ``r`` as the server, then every party's measurement of it; returns what the
+        server learned (its view of the round)."""
+        self.exchange.round = r
+        learned = {"round": r, **self.method.server_round(self.context, r)}
+        self.exchange.step(self.rt.parties, action=ACTION_MEASURE)
+        self.sink(SERVER, r, self.method.measure_server(self.rt.party))
+        return learned
+
     def run(self, *, start: int = 0, server_view: list[dict[str, Any]] | None = None) -> ProgramOutcome:
         """Rounds ``start`` .. ``rounds - 1`` (``server_view``: what earlier rounds learned)."""
         out = ProgramOutcome(list(server_view or []))
         t0 = time.perf_counter()
         if start == 0:
-            self.exchange.round = -1
-            self.method.server_prepare(self.context)
+            self.prepare()
         key = self.method.server_val_key
         for r in range(start, self.rounds):
             if self._ran_out(out.server_view):
                 break
-            self.exchange.round = r
-            learned = self.method.server_round(self.context, r)
-            out.server_view.append({"round": r, **learned})
-            self.exchange.step(self.rt.parties, action=ACTION_MEASURE)
-            self.sink(SERVER, r, self.method.measure_server(self.rt.party))
+            out.server_view.append(self.play_round(r))
             stop = self._ran_out(out.server_view)
             if self.on_round is not None:
                 self.on_round(r, out.server_view)

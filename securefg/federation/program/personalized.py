@@ -94,11 +94,11 @@ def personalized_aggregate(ex: ServerExchange, tag: str, coefficients: Mapping[s
         InvalidInputError: A contributor missing or with another layout; (``ckks``) a coefficient
             naming a client that offered nothing, or not finite.
     """
-    ex._kind(tag, PERSONALIZED)  # noqa: SLF001 - the exchange's own bookkeeping
+    ex._kind(tag, PERSONALIZED)
     rt, round = ex.rt, ex.round
     res = _resolve_personalized(ex.stack, tag)
     members = [c for c in (rt.live if clients is None else clients) if c not in rt.dropped]
-    layout, _, _ = ex._layout(tag, members)  # noqa: SLF001 - one layout from every contributor
+    layout, _, _ = ex._layout(tag, members)
     length = layout.size
     mech = res.mechanism
     if isinstance(mech, CKKS):
@@ -121,7 +121,7 @@ def _personalized_ckks(ex: ServerExchange, mech: CKKS, res: Resolved, tag: str,
     rt, round = ex.rt, ex.round
     _check_coefficients(dict.fromkeys(members), coefficients)  # type: ignore[arg-type]
     mech.keys.preset.require_levels(1, what="personalized_aggregate (ciphertext times public scalar)")
-    call = ckks_flows._server_call(rt, res, round=round, tag=tag, kind=PERSONALIZED)  # noqa: SLF001
+    call = ckks_flows._server_call(rt, res, round=round, tag=tag, kind=PERSONALIZED)
     receivers = [i for i in coefficients if i not in rt.dropped]
     ensure_keys(rt, mech.keys, call, kind=PERSONALIZED, encryptors=members, decryptors=receivers, galois=False)
     senders = [j for j in members if j not in rt.dropped]
@@ -145,7 +145,7 @@ def _personalized_ckks(ex: ServerExchange, mech: CKKS, res: Resolved, tag: str,
 def similarity(ex: ServerExchange, tag: str, *, clients: Iterable[str] | None = None,
                metric: str = "cosine") -> tuple[list[str], torch.Tensor]:
     """The server's half of ``Exchange.similarity``: (sorted contributors, similarity matrix)."""
-    ex._kind(tag, SIMILARITY)  # noqa: SLF001
+    ex._kind(tag, SIMILARITY)
     rt, round = ex.rt, ex.round
     members = [c for c in (rt.live if clients is None else clients) if c not in rt.dropped]
     res = ex.stack.resolve(tag, SIMILARITY)
@@ -155,7 +155,7 @@ def similarity(ex: ServerExchange, tag: str, *, clients: Iterable[str] | None = 
         raise ConfigError(f"similarity tag {tag!r}: mechanism {res.mechanism.name!r} has no party-program halves "
                           "(ckks, plaintext)")
     pairwise_similarity({}, metric)  # refuses an unknown metric before anyone uploads
-    layout, _, _ = ex._layout(tag, members)  # noqa: SLF001
+    layout, _, _ = ex._layout(tag, members)
     rt.step(members, action=ACTION_SIMILARITY_UPLOAD, round=round, tag=tag, stage=PLAINTEXT_UPLOAD)
     got = rt.transport.receive_from(SERVER, members, tag=tag, round=round, stage=PLAINTEXT_UPLOAD)
     vecs = {p: decode_tensor(got[p].payload, spec=_vector_spec(layout.size)) for p in got}
@@ -203,7 +203,7 @@ class NodePersonalized:
         self.inputs[key] = (torch.empty(0), layout)  # the input is gone; the layout decodes the mix
         mech = _resolve_personalized(self.ex.stack, step.tag).mechanism
         if isinstance(mech, CKKS):
-            self.ex.ckks._encrypt_to_server(step.tag, step.round, PERSONALIZED, lambda preset: vec)  # noqa: SLF001
+            self.ex.ckks._encrypt_to_server(step.tag, step.round, PERSONALIZED, lambda preset: vec)
             return
         self.ex.rt.transport.send(Envelope(pid, (SERVER,), step.round, step.tag, encode_tensor(vec),
                                            stage=PLAINTEXT_UPLOAD))

@@ -86,7 +86,7 @@ def relay(ex: ServerExchange, tag: str, *, clients: Iterable[str] | None = None,
           shuffle: bool = True) -> list[str]:
     """The server's half of ``Exchange.relay``: forwards the items ``clients`` offered for ``tag``
     among them (combined first if the method planned a mix); returns the recipients that got a bundle."""
-    ex._kind(tag, RELAY)  # noqa: SLF001 - the exchange's own tag/kind check
+    ex._kind(tag, RELAY)
     res = _resolve(ex.stack, tag)
     rt = ex.rt
     members = [c for c in (rt.live if clients is None else clients) if c not in rt.dropped]
@@ -134,7 +134,7 @@ def _sealed_server(ex: ServerExchange, mech: SealedRelay, call: ExchangeCall, se
     if not uploads:
         raise ProtocolError(f"no client uploaded anything for relay {call.tag!r}")
     targets = {s: [r for r in senders if not (exclude_self and r == s)] for s in uploads}
-    bundles = mech._server_route({s: env.payload for s, env in uploads.items()}, targets, shuffle=shuffle)  # noqa: SLF001
+    bundles = mech._server_route({s: env.payload for s, env in uploads.items()}, targets, shuffle=shuffle)
     recipients = [r for r in senders if r not in rt.dropped]
     for r in recipients:
         rt.transport.send(Envelope(SERVER, (r,), call.round, call.tag, pack_blobs(bundles.get(r, [])),

@@ -29,8 +29,8 @@ from securefg.federation.codec import TensorSpec, decode_tensor, encode_tensor
 from securefg.federation.envelope import Envelope, Form
 from securefg.federation.flatten import flatten, layout_from_text, layout_to_text, unflatten
 from securefg.federation.party import SERVER, is_client
-from securefg.federation.program.calls import party_call
 from securefg.federation.program import relay as relay_program
+from securefg.federation.program.calls import party_call
 from securefg.federation.program.halves import client_half
 from securefg.federation.program.peer_sum import client_transform, server_transforms
 from securefg.federation.program.server_runtime import LAYOUT

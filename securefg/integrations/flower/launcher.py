@@ -188,8 +188,9 @@ def run_flower_experiment(cfg: Any, *, workdir: Path | None = None, timeout: flo
     t_start = time.perf_counter()
     seed_everything(cfg.seed)
     cfg, method, stack, data_info = build_method(cfg)
-    if not type(method).has_programs():
-        raise ConfigError(f"method {method.name!r} has no party programs; use --backend inprocess")
+    if not type(method).distributable:
+        raise ConfigError(f"method {method.name!r} keeps every party's data in one place (a one-owner baseline); "
+                          "it runs with --backend inprocess only")
     n = method.num_clients
     helpers = tuple(method.extra_parties)
     own_tmp = workdir is None

@@ -64,8 +64,9 @@ def _run_parts(cfg: Any) -> tuple[Any, Any, Any]:
 
     seed_everything(cfg.seed)
     cfg, method, stack, _ = build_method(cfg)
-    if not type(method).has_programs():
-        raise ConfigError(f"method {method.name!r} has no party programs; use --backend inprocess")
+    if not type(method).distributable:
+        raise ConfigError(f"method {method.name!r} keeps every party's data in one place (a one-owner baseline); "
+                          "it runs with --backend inprocess only")
     return cfg, method, stack
 
 
