@@ -52,6 +52,12 @@ def first_step(pid: str) -> None:
     atexit.register(_dump)
 
 
+def flush() -> None:
+    """Write this party's timings now (a forked party leaves with ``os._exit``, skipping atexit)."""
+    if _party and enabled():
+        _dump()
+
+
 def _dump() -> None:
     out = Path(os.environ[ENV])
     out.mkdir(parents=True, exist_ok=True)

@@ -83,6 +83,32 @@ def merge_transcripts(workdir: Path, pids: list[str], out: Path) -> None:
     out.write_text("".join(line + "\n" for *_, line in rows))
 
 
+def party_argv(workdir: Path, pid: str, role: str, address: str) -> list[str]:
+    """``securefg party``'s command line for ``pid`` in the launcher's work folder."""
+    return ["party", "--role", role, "--id", pid, "--server", address, "--config", str(workdir / "run.toml"),
+            "--keys", str(keys_dir(workdir, pid)), "--out", str(workdir / "parties"), "--connect-timeout", "300"]
+
+
+def party_namespace(workdir: Path, pid: str, role: str, address: str) -> Any:
+    """The parsed options a fresh ``securefg party`` process would get (for a forked party)."""
+    import argparse
+
+    from securefg.integrations.flower.party import add_party_options
+
+    p = argparse.ArgumentParser(prog="securefg party")
+    add_party_options(p)
+    return p.parse_args(party_argv(workdir, pid, role, address)[1:])
+
+
+def fork_parties(method: Any) -> bool:
+    """Whether the single-host launcher forks its parties from one start-up process
+    (:mod:`~securefg.integrations.flower.forked`: CPU runs on a system with ``fork``, unless
+    ``SECUREFG_FLOWER_START=spawn``) rather than starting one fresh interpreter per party."""
+    if os.environ.get("SECUREFG_FLOWER_START", "fork") == "spawn" or not hasattr(os, "fork"):
+        return False
+    return getattr(method.config.device, "type", "cpu") == "cpu"
+
+
 class FlowerProcesses:
     """The party processes of one run (started by :meth:`start`, reaped by :meth:`wait`).
 
@@ -101,10 +127,7 @@ class FlowerProcesses:
 
     def _spawn(self, pid: str, role: str) -> None:
         log = (self.workdir / "logs" / (pid.replace("/", "_") + ".log")).open("wb")
-        w = self.workdir
-        cmd = [sys.executable, "-m", "securefg", "party", "--role", role, "--id", pid, "--server", self.address,
-               "--config", str(w / "run.toml"), "--keys", str(keys_dir(w, pid)), "--out", str(w / "parties"),
-               "--connect-timeout", "300"]
+        cmd = [sys.executable, "-m", "securefg", *party_argv(self.workdir, pid, role, self.address)]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in [os.environ.get("PYTHONPATH", ""), *sys.path] if p),
                "GRPC_ENABLE_FORK_SUPPORT": "0",
                # one party, one thread: N+1 processes each with a thread pool oversubscribe the cores
@@ -179,8 +202,8 @@ def run_flower_experiment(cfg: Any, *, workdir: Path | None = None, timeout: flo
     """Run ``cfg`` with every party in its own process over Flower; same result contract.
 
     Args:
-        on_start (Callable[[FlowerProcesses], None], optional): Called once the parties run
-            (tests use it to kill a client mid-round).
+        on_start (Callable[[FlowerProcesses | ForkedParties], None], optional): Called once the
+            parties run (tests use it to kill a client mid-round).
     """
     require_flwr()
     from securefg.experiment import build_method, build_result, seed_everything, write_result
@@ -196,7 +219,13 @@ def run_flower_experiment(cfg: Any, *, workdir: Path | None = None, timeout: flo
     own_tmp = workdir is None
     work = Path(tempfile.mkdtemp(prefix="securefg-flower-")) if workdir is None else Path(workdir)
     provision(work, replace(cfg, progress=False), n, helpers)
-    procs = FlowerProcesses(work, n, nice=nice, helpers=helpers)
+    procs: Any
+    if fork_parties(method):
+        from securefg.integrations.flower.forked import ForkedParties
+
+        procs = ForkedParties(work, n, address=f"127.0.0.1:{free_port()}", helpers=helpers, nice=nice)
+    else:
+        procs = FlowerProcesses(work, n, nice=nice, helpers=helpers)
     procs.start()
     try:
         if on_start is not None:

@@ -94,7 +94,8 @@ def save_private_ledgers(out: Path, party: Party) -> None:
 
 def run_server(cfg: Any, transport: PartyTransport, address: str, out: Path, *,
                certificates: tuple[bytes, bytes, bytes] | None, connect_timeout: float,
-               pinned: dict[str, bytes], directory_path: Path | str = "the directory") -> dict[str, Any]:
+               pinned: dict[str, bytes], directory_path: Path | str = "the directory",
+               parts: tuple[Any, Any, Any] | None = None) -> dict[str, Any]:
     """The server party: host the gRPC fleet server, wait for every party, drive the run.
 
     Writes ``<out>/server.json`` (what the server learned, ``server_view``, and the run's
@@ -119,7 +120,7 @@ def run_server(cfg: Any, transport: PartyTransport, address: str, out: Path, *,
     # listen first: the parties connect (and wait) while every process builds the task
     server = start_grpc_server(client_manager=cm, server_address=address, certificates=certificates)
     try:
-        cfg, method, stack = _run_parts(cfg)
+        cfg, method, stack = parts if parts is not None else _run_parts(cfg)
         method.task = _only_own_data(method.task, -1)  # the server holds no client's data
         clients = method.num_clients
         helpers = tuple(method.extra_parties)
@@ -156,7 +157,7 @@ def run_server(cfg: Any, transport: PartyTransport, address: str, out: Path, *,
 
 
 def run_node(cfg: Any, transport: PartyTransport, address: str, out: Path, *,
-             root_certificates: bytes | None, connect_timeout: float) -> None:
+             root_certificates: bytes | None, connect_timeout: float, parts: tuple[Any, Any, Any] | None = None) -> None:
     """A client, or a helper party such as the ``keyholder`` (which runs mechanisms only).
 
     Raises:
@@ -176,7 +177,7 @@ def run_node(cfg: Any, transport: PartyTransport, address: str, out: Path, *,
 
     pid = transport.pid
     deploy.wait_for_server(address, connect_timeout)  # before the (slower) task: an unreachable server stops it fast
-    cfg, method, stack = _run_parts(cfg)
+    cfg, method, stack = parts if parts is not None else _run_parts(cfg)
     helpers = tuple(method.extra_parties)
     if is_client(pid) and client_index(pid) >= method.num_clients:
         raise ConfigError(f"{pid!r} is not a client of this run ({method.num_clients} clients: client/0 .. "
@@ -253,9 +254,11 @@ def add_party_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default=None, help="this site's device (overrides the run file's)")
 
 
-def run_party(a: argparse.Namespace) -> int:
+def run_party(a: argparse.Namespace, *, parts: tuple[Any, Any, Any] | None = None) -> int:
     """``securefg party``: check this party's files and reach the server (fast, before torch
-    and the task are loaded), then run it."""
+    and the task are loaded), then run it. ``parts`` (configuration, method, stack) are what the
+    party would build from its run file, already built: a single-host launcher that forks its
+    parties builds them once."""
     pid = a.id or (SERVER if a.role == "server" else None)
     if pid is None:
         raise ConfigError(f"--role {a.role} needs --id (client/<k> or a helper's name)")
@@ -288,9 +291,9 @@ def run_party(a: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     if a.role == "server":
         run_server(cfg, transport, a.server, out, certificates=certs, connect_timeout=a.connect_timeout,
-                   pinned=directory, directory_path=directory_path)
+                   pinned=directory, directory_path=directory_path, parts=parts)
     else:
-        run_node(cfg, transport, a.server, out, root_certificates=ca, connect_timeout=a.connect_timeout)
+        run_node(cfg, transport, a.server, out, root_certificates=ca, connect_timeout=a.connect_timeout, parts=parts)
     return 0
 
 
