@@ -12,9 +12,11 @@ metrics, envelopes and payload bytes): the bench refuses to print a ratio otherw
 The breakdown comes from each party's own timing file (``SECUREFG_TIMING``, see
 :mod:`securefg.federation.program.timing`): ``start`` is the seconds from launch to a party's
 first step (process start, imports, data, setup), ``protocol`` the seconds inside step handlers
-(the method and our mechanisms) summed over parties plus the server's own program time,
-``serialization`` Flower message (de)serialization summed over parties, ``grpc`` the server's
-step wait minus what the clients spent handling and (de)serializing (transport and scheduling).
+(the method and our mechanisms; CPU seconds, summed over parties and spread over the cores they
+share) plus the server's own program time, ``serialization`` Flower message (de)serialization
+(CPU seconds summed over parties), ``grpc`` the server's
+step wait minus what the clients spent handling and (de)serializing, spread over the cores they
+share (an estimate of transport and scheduling: the clients of a step run in parallel).
 
 The last lines are ``key=value``; ``flower_overhead_ratio`` (Flower wall / in-process wall) last.
 """
@@ -72,28 +74,32 @@ def main() -> None:
     server = parties.get("server", {"seconds": {}})["seconds"]
     clients = [v["seconds"] for k, v in parties.items() if k != "server"]
     start = max([server.get("ready", 0.0), *(c.get("ready", 0.0) for c in clients)])
-    handler = sum(c.get("handler", 0.0) for c in clients)
-    serialize = server.get("serialize", 0.0) + sum(c.get("serialize", 0.0) for c in clients)
+    handler = sum(c.get("handler_cpu", 0.0) for c in clients)
+    serialize = server.get("serialize_cpu", 0.0) + sum(c.get("serialize_cpu", 0.0) for c in clients)
     exchange = server.get("exchange", 0.0)
     train = fl["train_seconds"]
     server_own = max(train - exchange, 0.0)
-    grpc = max(exchange - handler - sum(c.get("serialize", 0.0) for c in clients), 0.0)
+    lanes = max(1, min(len(clients), os.cpu_count() or 1))  # clients run in parallel on this many cores
+    client_serialize = sum(c.get("serialize_cpu", 0.0) for c in clients)
+    grpc = max(exchange - (handler + client_serialize) / lanes, 0.0)
     rounds = max(fl["rounds_run"], 1)
     print(f"dataset={a.dataset} clients={a.clients} rounds={a.rounds} seed={a.seed} stack={fl['protocol']}")
     print(f"in-process: wall {ip_wall:.2f} s (train {ip['train_seconds']:.2f} s)")
     print(f"flower:     wall {fl_wall:.2f} s (train {train:.2f} s, {len(parties)} timed parties)")
     print(f"test_acc {fl['metrics'].get('test_acc')} on both; envelopes {fl['envelopes']}; payload bytes {fl['bytes_total']}")
     print("per round on Flower (seconds):")
-    print(f"  protocol (server program {server_own / rounds:.3f} + client handlers, summed {handler / rounds:.3f})")
-    print(f"  serialization, summed over parties {serialize / rounds:.3f}")
-    print(f"  grpc and scheduling (server wait beyond client work) {grpc / rounds:.3f}")
+    print(f"  server program outside steps {server_own / rounds:.3f}; server waiting on steps {exchange / rounds:.3f}")
+    print(f"  client handlers (method + protocol), CPU seconds summed over clients {handler / rounds:.3f} "
+          f"(on {lanes} cores: {handler / lanes / rounds:.3f})")
+    print(f"  serialization, CPU seconds summed over parties {serialize / rounds:.3f}")
+    print(f"  gRPC and scheduling (step wait beyond the clients' work spread over {lanes} cores) {grpc / rounds:.3f}")
     print(f"process start (launch to last party's first step) {start:.2f} s")
     print(f"inprocess_wall_s={ip_wall:.2f}")
     print(f"flower_wall_s={fl_wall:.2f}")
     print(f"process_start_s={start:.2f}")
     print(f"serialization_s_per_round={serialize / rounds:.3f}")
     print(f"grpc_s_per_round={grpc / rounds:.3f}")
-    print(f"protocol_s_per_round={(server_own + handler) / rounds:.3f}")
+    print(f"protocol_s_per_round={(server_own + handler / lanes) / rounds:.3f}")
     print(f"flower_overhead_ratio={fl_wall / ip_wall:.2f}")
 
 

@@ -1,6 +1,8 @@
 """Where a party's time goes, for the cost-of-distribution bench (off unless asked for).
 
-Set ``SECUREFG_TIMING=DIR`` and every party process accumulates seconds per phase (``handler``:
+Set ``SECUREFG_TIMING=DIR`` and every party process accumulates wall seconds (and, under
+``<phase>_cpu``, its own CPU seconds: on shared cores a handler's wall time includes waiting for
+a core) per phase (``handler``:
 inside its step handlers, i.e. our protocol and the method; ``serialize``: Flower message
 (de)serialization; ``exchange``: the server waiting for a step's replies; ``ready``: seconds
 from the launcher's spawn, ``SECUREFG_SPAWN_T``, to the party's first step) and writes them to
@@ -30,14 +32,25 @@ def enabled() -> bool:
     return bool(os.environ.get(ENV))
 
 
+def reset() -> None:
+    """Forget everything counted so far (a forked party starts from zero, not its parent's)."""
+    SECONDS.clear()
+    COUNTS.clear()
+    _party.clear()
+
+
 @contextmanager
 def timed(phase: str) -> Iterator[None]:
-    """Add the block's wall seconds to ``phase``."""
-    t0 = time.perf_counter()
+    """Add the block's wall seconds to ``phase`` (only while ``SECUREFG_TIMING`` is set)."""
+    if not enabled():
+        yield
+        return
+    t0, c0 = time.perf_counter(), time.process_time()
     try:
         yield
     finally:
         SECONDS[phase] += time.perf_counter() - t0
+        SECONDS[phase + "_cpu"] += time.process_time() - c0
         COUNTS[phase] += 1
 
 

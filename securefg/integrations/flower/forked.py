@@ -51,13 +51,20 @@ class ForkedParties:
     """
 
     def __init__(self, workdir: Path, clients: int, *, address: str, helpers: tuple[str, ...] = (),
-                 nice: int = 0) -> None:
+                 nice: int = 0, parts: tuple[Any, Any, Any] | None = None) -> None:
         self.workdir, self.clients, self.address, self.helpers, self.nice = workdir, clients, address, helpers, nice
+        self.parts = parts
         self.proc: subprocess.Popen[bytes] | None = None
         self.pids: dict[str, int] = {}
 
     def start(self) -> None:
+        """Fork the parties: from this process when ``parts`` were given (the caller checked
+        :func:`can_fork_here`), else from a fresh start-up process."""
         (self.workdir / "logs").mkdir(parents=True, exist_ok=True)
+        if self.parts is not None:
+            _preload_transport()
+            self.pids = fork_all(self.workdir, self.address, self.clients, self.helpers, self.parts, self.nice)
+            return
         log = (self.workdir / "logs" / "startup.log").open("wb")
         cmd = [sys.executable, "-m", "securefg.integrations.flower.forked", "--workdir", str(self.workdir),
                "--address", self.address, "--clients", str(self.clients), "--nice", str(self.nice),
@@ -86,7 +93,8 @@ class ForkedParties:
     def wait(self, timeout: float) -> dict[str, int]:
         """Wait for the parties (the start-up process reaps them); kill whatever is left. Returns
         exit codes (``-9`` for a party killed by SIGKILL, as ``subprocess`` reports it)."""
-        assert self.proc is not None
+        if self.proc is None:  # forked from this process: reap them here
+            return reap_all(self.pids, timeout=timeout)
         try:
             self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -136,6 +144,12 @@ def _fork_party(workdir: Path, pid: str, role: str, address: str, parts: tuple[A
         sys.stdout = sys.stderr = os.fdopen(os.dup(fd), "w", buffering=1)
         if nice:
             os.nice(nice)
+        import torch
+
+        from securefg.federation.program import timing
+
+        timing.reset()
+        torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))  # one party, one thread
         code = _run_party(args, parts)
     except BaseException:  # noqa: BLE001 -- report anything, then leave
         traceback.print_exc()
@@ -161,6 +175,60 @@ def _run_party(args: Any, parts: tuple[Any, Any, Any]) -> int:
         return 2
 
 
+def can_fork_here() -> bool:
+    """Whether this process may fork the parties itself: it runs a single native thread (so no
+    other thread holds a lock the children would inherit, and no gRPC core is running)."""
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:  # not Linux: leave it to a fresh start-up process
+        return False
+
+
+def fork_all(workdir: Path, address: str, clients: int, helpers: tuple[str, ...], parts: tuple[Any, Any, Any],
+             nice: int) -> dict[str, int]:
+    """Fork the server, the helpers and the clients; returns their process ids."""
+    pids = {SERVER: _fork_party(workdir, SERVER, "server", address, parts, nice)}
+    for pid in [*helpers, *(client_id(k) for k in range(clients))]:
+        pids[pid] = _fork_party(workdir, pid, "client" if is_client(pid) else "helper", address, parts, nice)
+    return pids
+
+
+def reap_all(pids: dict[str, int], *, timeout: float) -> dict[str, int]:
+    """Wait for every party (at most ``timeout`` seconds, and 30 s past the server's end: the run
+    is over then); kill what is left. Returns exit codes (-9: killed)."""
+    codes: dict[str, int] = {}
+    deadline = time.monotonic() + timeout
+    server_done: float | None = None
+    while len(codes) < len(pids):
+        for pid, ospid in pids.items():
+            if pid not in codes:
+                got, status = os.waitpid(ospid, os.WNOHANG)
+                if got:
+                    codes[pid] = os.waitstatus_to_exitcode(status)
+        if SERVER in codes and server_done is None:
+            server_done = time.monotonic()
+        if time.monotonic() > deadline or (server_done is not None and time.monotonic() - server_done > 30.0):
+            for pid, ospid in pids.items():
+                if pid not in codes:
+                    _kill_quietly(ospid)
+                    _, status = os.waitpid(ospid, 0)
+                    codes[pid] = os.waitstatus_to_exitcode(status)
+        time.sleep(0.01)
+    return codes
+
+
+def _preload_transport() -> None:
+    """Import (never start) what every party's transport needs, once, before the fork: each
+    party importing Flower and gRPC on its own cost seconds of CPU apiece. Importing creates no
+    gRPC core state (no channel or server exists until a party opens its own)."""
+    import importlib
+
+    for module in ("grpc", "flwr.clientapp", "flwr.compat.client.app", "flwr.server.client_manager",
+                   "flwr.server.server", "flwr.server.superlink.fleet.grpc_bidi.grpc_server",
+                   "securefg.integrations.flower.grid", "securefg.integrations.flower.runtime"):
+        importlib.import_module(module)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="build a run once and fork its party processes (single host)")
     p.add_argument("--workdir", type=Path, required=True)
@@ -176,30 +244,14 @@ def main(argv: list[str] | None = None) -> int:
     from securefg.integrations.flower.party import _run_parts
 
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))  # one party, one thread
+    _preload_transport()
     options, _ = deploy.read_run_table(a.workdir / "run.toml")
     parts = _run_parts(deploy.run_config(options, a.workdir / "run.toml"))
-    pids = {SERVER: _fork_party(a.workdir, SERVER, "server", a.address, parts, a.nice)}
-    for pid in [*a.helper, *(client_id(k) for k in range(a.clients))]:
-        pids[pid] = _fork_party(a.workdir, pid, "client" if is_client(pid) else "helper", a.address, parts, a.nice)
+    pids = fork_all(a.workdir, a.address, a.clients, tuple(a.helper), parts, a.nice)
     tmp = a.workdir / (PIDS + ".tmp")
     tmp.write_text(json.dumps(pids))
     tmp.replace(a.workdir / PIDS)
-    codes: dict[str, int] = {}
-    server_done: float | None = None
-    while len(codes) < len(pids):
-        for pid, ospid in pids.items():
-            if pid in codes:
-                continue
-            got, status = os.waitpid(ospid, os.WNOHANG)
-            if got:
-                codes[pid] = os.waitstatus_to_exitcode(status)
-        if SERVER in codes and server_done is None:
-            server_done = time.monotonic()
-        if server_done is not None and time.monotonic() - server_done > 30.0:  # the server is gone: so is the run
-            for pid, ospid in pids.items():
-                if pid not in codes:
-                    _kill_quietly(ospid)
-        time.sleep(0.01)
+    codes = reap_all(pids, timeout=float("inf"))
     (a.workdir / CODES).write_text(json.dumps(codes))
     return 0
 

@@ -221,9 +221,10 @@ def run_flower_experiment(cfg: Any, *, workdir: Path | None = None, timeout: flo
     provision(work, replace(cfg, progress=False), n, helpers)
     procs: Any
     if fork_parties(method):
-        from securefg.integrations.flower.forked import ForkedParties
+        from securefg.integrations.flower.forked import ForkedParties, can_fork_here
 
-        procs = ForkedParties(work, n, address=f"127.0.0.1:{free_port()}", helpers=helpers, nice=nice)
+        procs = ForkedParties(work, n, address=f"127.0.0.1:{free_port()}", helpers=helpers, nice=nice,
+                              parts=(cfg, method, stack) if can_fork_here() else None)
     else:
         procs = FlowerProcesses(work, n, nice=nice, helpers=helpers)
     procs.start()
