@@ -102,10 +102,6 @@ def run(args: argparse.Namespace) -> int:
 
     cfg = config_from_args(args)
     if getattr(args, "backend", "inprocess") == "flower":
-        from securefg.errors import ConfigError
-
-        if args.resume or args.checkpoint_every:
-            raise ConfigError("--resume/--checkpoint-every are not supported with --backend flower")
         from securefg.integrations.flower.launcher import run_flower_experiment
 
         result = run_flower_experiment(cfg)

@@ -27,7 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from securefg.errors import ConfigError, ProtocolError
+from securefg.errors import CheckpointError, ConfigError, ProtocolError
 from securefg.federation.party import SERVER, client_id, is_client
 from securefg.federation.transcript import load_jsonl
 from securefg.integrations.flower import deploy, require_flwr
@@ -84,9 +84,14 @@ def merge_transcripts(workdir: Path, pids: list[str], out: Path) -> None:
 
 
 def party_argv(workdir: Path, pid: str, role: str, address: str) -> list[str]:
-    """``securefg party``'s command line for ``pid`` in the launcher's work folder."""
+    """``securefg party``'s command line for ``pid`` in the launcher's work folder (checkpoint
+    and resume settings from the launcher's ``local.json``: they are each site's, not the run file's)."""
+    local = json.loads((workdir / "local.json").read_text()) if (workdir / "local.json").exists() else {}
+    extra = [*(["--checkpoint-every", str(local["checkpoint_every"])] if local.get("checkpoint_every") else []),
+             *(["--resume"] if local.get("resume") else [])]
     return ["party", "--role", role, "--id", pid, "--server", address, "--config", str(workdir / "run.toml"),
-            "--keys", str(keys_dir(workdir, pid)), "--out", str(workdir / "parties"), "--connect-timeout", "300"]
+            "--keys", str(keys_dir(workdir, pid)), "--out", str(workdir / "parties"), "--connect-timeout", "300",
+            *extra]
 
 
 def party_namespace(workdir: Path, pid: str, role: str, address: str) -> Any:
@@ -216,9 +221,16 @@ def run_flower_experiment(cfg: Any, *, workdir: Path | None = None, timeout: flo
                           "it runs with --backend inprocess only")
     n = method.num_clients
     helpers = tuple(method.extra_parties)
+    keep = bool(cfg.out) and (cfg.resume or cfg.checkpoint_every > 0)  # checkpoints outlive this call
+    if workdir is None and keep:
+        workdir = Path(str(cfg.out)) / "flower"
     own_tmp = workdir is None
     work = Path(tempfile.mkdtemp(prefix="securefg-flower-")) if workdir is None else Path(workdir)
+    if cfg.resume and not any((work / "parties").glob("*.checkpoint.pt")):
+        raise CheckpointError(f"no checkpoint to resume from in {work / 'parties'} (run with --checkpoint-every first)")
     provision(work, replace(cfg, progress=False), n, helpers)
+    # the setting each party reads (resume and checkpoints are each site's own, not the run file's)
+    (work / "local.json").write_text(json.dumps({"resume": cfg.resume, "checkpoint_every": cfg.checkpoint_every}))
     procs: Any
     if fork_parties(method):
         from securefg.integrations.flower.forked import ForkedParties, can_fork_here

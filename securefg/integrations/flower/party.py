@@ -136,10 +136,18 @@ def run_server(cfg: Any, transport: PartyTransport, address: str, out: Path, *,
         grid = BidiGrid(cm)
         rt = FlowerServerRuntime(transport, party, grid=grid)
         rt.connect(expected, pinned={pid: pinned[pid] for pid in expected}, source=str(directory_path))
+        checkpoints = PartyCheckpoints(out, SERVER, method, cfg, transport)
         program = ServerProgram(method, rt, party_stack(stack), seed=cfg.seed, rounds=cfg.rounds,
-                                sink=file_sink(out), patience=method.config.patience)
+                                sink=file_sink(out), patience=method.config.patience,
+                                checkpoint_every=cfg.checkpoint_every,
+                                save=(lambda nxt, view: checkpoints.save(party, program.exchange.rng, nxt, server_view=view))
+                                if cfg.checkpoint_every else None)
         program.setup()
-        outcome = program.run()
+        start, view = 0, []
+        if cfg.resume:
+            start, extra = checkpoints.restore(party, program.exchange.rng)
+            view = list(extra.get("server_view", []))
+        outcome = program.run(start=start, server_view=view)
         save_transcript(out, transport)
         save_private_ledgers(out, party)
         summary = {
@@ -193,8 +201,14 @@ def run_node(cfg: Any, transport: PartyTransport, address: str, out: Path, *,
         raise AuthenticationError(f"the server refused {pid!r}: {step.info.get('reason', '')}")
 
     rt.on(ACTION_REFUSED, refused)
-    serve_party(method, rt, party_stack(stack), seed=cfg.seed, clients=[client_id(k) for k in range(method.num_clients)],
-                helpers=helpers, sink=file_sink(out))
+    checkpoints = PartyCheckpoints(out, pid, method, cfg, transport)
+    rng: list[Any] = []
+    ex = serve_party(method, rt, party_stack(stack), seed=cfg.seed,
+                     clients=[client_id(k) for k in range(method.num_clients)], helpers=helpers, sink=file_sink(out),
+                     save=lambda nxt: checkpoints.save(party, rng[0], nxt))
+    rng.append(ex.rng)
+    if cfg.resume:
+        checkpoints.restore(party, ex.rng)
     method.task = _only_own_data(method.task, client_index(pid) if is_client(pid) else -1)  # the others' data leaves
     app = client_app(rt)
     flower_app = ClientApp(client_fn=lambda context: TunnelClient(app, context).to_client())
@@ -210,6 +224,68 @@ def run_node(cfg: Any, transport: PartyTransport, address: str, out: Path, *,
     finally:
         save_transcript(out, transport)
         save_private_ledgers(out, party)
+
+
+class PartyCheckpoints:
+    """One party's own checkpoint file in its own output folder (``<pid>.checkpoint.pt``): its
+    state, randomness and round (:func:`~securefg.federation.program.driver.party_checkpoint`),
+    and its transcript so far, so a resumed run counts the bytes of the rounds before it. A
+    party saves when the server asks (``program/checkpoint``, every ``checkpoint_every`` rounds
+    and at the end); ``resume`` loads it after the party's own setup.
+    """
+
+    def __init__(self, out: Path, pid: str, method: Any, cfg: Any, transport: PartyTransport) -> None:
+        from dataclasses import asdict
+
+        from securefg.federation.runner import config_fingerprint
+
+        self.path = party_file(out, pid, "checkpoint.pt")
+        self.transcript_path = party_file(out, pid, "checkpoint.transcript.jsonl")
+        self.method, self.transport = method, transport
+        self.fingerprint = config_fingerprint({k: v for k, v in asdict(cfg).items()
+                                               if k not in ("resume", "progress", "out", "device", "data_root")})
+
+    def save(self, party: Party, rng: Any, next_round: int, **extra: Any) -> None:
+        import torch
+
+        from securefg.federation.program.driver import party_checkpoint
+
+        state = party_checkpoint(self.method, party, rng, next_round=next_round, fingerprint=self.fingerprint,
+                                 clocks=list(self.transport.clocks),
+                                 **{k: json.dumps(v, default=float) for k, v in extra.items()})
+        self.transport.transcript.save_jsonl(self.transcript_path)
+        tmp = self.path.with_suffix(".tmp")
+        torch.save(state, tmp)
+        tmp.replace(self.path)
+
+    def restore(self, party: Party, rng: Any) -> tuple[int, dict[str, Any]]:
+        """Load this party's checkpoint; returns (the round to go on from, the saved extras).
+
+        Raises:
+            CheckpointError: No checkpoint, an unreadable one, or one of another configuration.
+        """
+        import torch
+
+        from securefg.errors import CheckpointError
+        from securefg.federation.program.driver import restore_party_checkpoint
+        from securefg.federation.transcript import load_jsonl
+
+        if not self.path.is_file():
+            raise CheckpointError(f"no checkpoint to resume from: {self.path} does not exist")
+        try:
+            saved = torch.load(self.path, weights_only=True)
+        except Exception as exc:  # a corrupt file: say so, keep it for inspection
+            raise CheckpointError(f"checkpoint {self.path} is unreadable: {exc}") from exc
+        start = restore_party_checkpoint(self.method, party, rng, saved, fingerprint=self.fingerprint,
+                                         where=str(self.path))
+        self.transport.transcript.clear()
+        if self.transcript_path.is_file():
+            load_jsonl(self.transcript_path, self.transport.transcript)
+        self.transport.clocks[:] = [int(c) for c in saved["clocks"]]
+        if self.transport.clocks:  # later sends come after the saved ones in the causal merge
+            self.transport.clock = max(self.transport.clock, (max(self.transport.clocks) // 2 + 1) * 2)
+        extras = {k: json.loads(v) for k, v in saved.items() if k == "server_view"}
+        return start, extras
 
 
 def _only_own_data(task: Any, index: int) -> Any:
@@ -250,6 +326,10 @@ def add_party_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=Path("."), help="this party's output folder (default: .)")
     p.add_argument("--connect-timeout", type=float, default=60.0,
                    help="seconds to reach the server (client) or to see every party connect (server); default 60")
+    p.add_argument("--checkpoint-every", type=int, default=0,
+                   help="server: ask every party to save its own checkpoint every N rounds and at the end (0: never)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue from this party's own checkpoint in --out (every party of the run resumes)")
     p.add_argument("--data-root", default=None, help="this site's dataset root (overrides the run file's)")
     p.add_argument("--device", default=None, help="this site's device (overrides the run file's)")
 
@@ -283,6 +363,9 @@ def run_party(a: argparse.Namespace, *, parts: tuple[Any, Any, Any] | None = Non
     if a.role != "server":
         deploy.wait_for_server(a.server, a.connect_timeout)
     cfg = deploy.run_config(options, a.config)
+    if a.checkpoint_every < 0:
+        raise ConfigError(f"--checkpoint-every must be >= 0, got {a.checkpoint_every}")
+    cfg = replace(cfg, resume=a.resume, checkpoint_every=a.checkpoint_every)
     if a.data_root is not None:
         cfg = replace(cfg, data_root=a.data_root)
     if a.device is not None:
