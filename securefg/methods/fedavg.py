@@ -31,9 +31,11 @@ from securefg.methods.base import Method, MethodConfig, Task, register_method, s
 from securefg.methods.head_owners import aggregate_owned, contribute_by_owner, owned_groups, require_sum
 from securefg.methods.tasks import NodeTask
 from securefg.methods.training import (
+    PartyGenerator,
     evaluate_node,
     load_state,
     party_rng,
+    party_seed,
     proximal_term,
     state_of,
     train_graph_epochs,
@@ -82,6 +84,7 @@ class FedAvg(Method):
 
     def setup_client(self, party: Party, index: int) -> None:
         party.state["data"] = self._client_data(index)
+        party.state["batch_rng"] = PartyGenerator(party_seed(self.config.seed, party.pid, -1))
         party.state["model"] = self.make_model()
         if self.clients_take_steps:
             party.state["optimizer"] = self.optimizer_for(party.state["model"])
@@ -165,7 +168,8 @@ class FedAvg(Method):
         else:
             train_graph_epochs(
                 model, opt, data["train"], epochs=t.local_epochs, batch_size=t.batch_size,
-                device=self.config.device, generator=self.generator, prox=prox, groups=self.task.label_groups,
+                device=self.config.device, generator=client.state["batch_rng"].generator, prox=prox,
+                groups=self.task.label_groups,
             )
             val, test = self.score_graphs(model, data["val"]), self.score_graphs(model, data["test"])
             client.state["scores"] = {"val_acc": val["acc"], "val_auc": val["auc"], "test_acc": test["acc"], "test_auc": test["auc"]}

@@ -10,7 +10,14 @@ from securefg.federation.program.context import ClientAction, ClientContext, Ser
 from securefg.methods.base import Method, register_method
 from securefg.methods.fedavg import combine_client_scores, summarize_task
 from securefg.methods.tasks import NodeTask
-from securefg.methods.training import evaluate_node, train_graph_epochs, train_node_epochs
+from securefg.methods.training import (
+    PartyGenerator,
+    evaluate_node,
+    party_rng,
+    party_seed,
+    train_graph_epochs,
+    train_node_epochs,
+)
 
 ACTION_TRAIN = "local/train"
 
@@ -37,6 +44,7 @@ class Local(Method):
                                    "test": self.task.test[index]}
         party.state["model"] = self.make_model()
         party.state["optimizer"] = self.optimizer_for(party.state["model"])
+        party.state["batch_rng"] = PartyGenerator(party_seed(self.config.seed, party.pid, -1))
 
     def server_round(self, srv: ServerContext, r: int) -> dict[str, float]:
         srv.ask(ACTION_TRAIN)
@@ -46,15 +54,20 @@ class Local(Method):
         return {ACTION_TRAIN: self.on_train}
 
     def on_train(self, cli: ClientContext) -> None:
+        """Train under this party's own RNG stream (``party_rng``), so its dropout masks are
+        the same wherever it runs."""
         t = self.config.train
         party = cli.party
         model, opt, data = party.state["model"], party.state["optimizer"], party.state["data"]
         if isinstance(self.task, NodeTask):
-            train_node_epochs(model, opt, data, t.local_epochs)
+            with party_rng(self.config.seed, cli.pid, cli.round):
+                train_node_epochs(model, opt, data, t.local_epochs)
             party.state["scores"] = evaluate_node(model, data)
         else:
-            train_graph_epochs(model, opt, data["train"], epochs=t.local_epochs, batch_size=t.batch_size,
-                               device=self.config.device, generator=self.generator, groups=self.task.label_groups)
+            with party_rng(self.config.seed, cli.pid, cli.round):
+                train_graph_epochs(model, opt, data["train"], epochs=t.local_epochs, batch_size=t.batch_size,
+                                   device=self.config.device, generator=party.state["batch_rng"].generator,
+                                   groups=self.task.label_groups)
             val, test = self.score_graphs(model, data["val"]), self.score_graphs(model, data["test"])
             party.state["scores"] = {"val_acc": val["acc"], "val_auc": val["auc"], "test_acc": test["acc"],
                                      "test_auc": test["auc"]}

@@ -49,6 +49,24 @@ def party_rng(seed: int, pid: str, r: int) -> Iterator[None]:
         yield
 
 
+class PartyGenerator:
+    """A party's own generator for mini-batch order, checkpointable like its model.
+
+    A generator shared by every client of an in-process run would give each client batches
+    that depend on how many clients drew before it, which no client on its own host could
+    reproduce; each party draws from its own instead (seeded by :func:`party_seed`).
+    """
+
+    def __init__(self, seed: int = 0) -> None:
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return {"state": self.generator.get_state()}
+
+    def load_state_dict(self, state: Mapping[str, torch.Tensor]) -> None:
+        self.generator.set_state(state["state"])
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     """Local optimisation settings.

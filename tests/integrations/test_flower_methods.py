@@ -16,7 +16,12 @@ from securefg.federation.envelope import Form
 from securefg.federation.party import client_id
 from securefg.federation.transcript import Transcript, load_jsonl
 from securefg.integrations.flower.launcher import run_flower_experiment
-
+from tests.integrations.flower_checks import (
+    assert_every_party_exited,
+    assert_same_traffic,
+    record_counts,
+    transcripts,
+)
 
 # CeFGC under protocols/cefgc.toml: every package sealed end to end to every other client
 # (sealed_relay, with its sealing-key directory), W0 in the clear, the GIN weights through
@@ -34,8 +39,7 @@ def test_cefgc_under_the_sealed_relay_over_flower_matches_the_in_process_backend
     work = tmp_path / "w"
     fl = run_flower_experiment(cfg, workdir=work)
     ip = run_experiment(cfg)
-    assert fl["flower"]["processes"] == {"server": 0, **{client_id(k): 0 for k in range(3)}}
-    assert fl["flower"]["dropped"] == {}
+    assert_every_party_exited(fl, ["server", *(client_id(k) for k in range(3))])
     assert fl["protocol"] == ip["protocol"] == "cefgc"
     assert [c["phase1"]["cached"] for c in fl["cefgc"]["clients"].values()] == [False] * 3
     assert [c["phase1"]["cached"] for c in ip["cefgc"]["clients"].values()] == [True] * 3
@@ -49,19 +53,10 @@ def test_cefgc_under_the_sealed_relay_over_flower_matches_the_in_process_backend
     assert fl["metrics"]["test_acc"] == ip["metrics"]["test_acc"]
     # the same envelopes and bytes: sealed boxes are padded by a fixed rule, sealing keys and
     # SecAgg+ messages have fixed sizes
-    assert fl["envelopes"] == ip["envelopes"]
-    assert fl["bytes_by_tag"] == ip["bytes_by_tag"]
-    assert fl["wire_bytes_total"] == ip["wire_bytes_total"]
-    assert fl["communication_rounds"] == ip["communication_rounds"]
+    assert_same_traffic(fl, ip)
     assert fl["paper_rounds"] == ip["paper_rounds"]
-    flower_tr = Transcript()
-    load_jsonl(work / "transcript.jsonl", flower_tr)
-    inproc_tr = ip["_federation"].transcript
-
-    def key(r):
-        return (r.round, r.tag, r.stage, r.sender, r.receiver, r.form, r.payload_bytes)
-
-    assert Counter(map(key, flower_tr)) == Counter(map(key, inproc_tr))
+    flower_tr, inproc_tr = transcripts(work, ip)
+    assert record_counts(flower_tr) == record_counts(inproc_tr)
     # the server only ever handled sealed boxes of the models (and the clients' sealing keys,
     # which it forwarded between clients without reading them)
     for tr in (flower_tr, inproc_tr):
@@ -79,8 +74,7 @@ def test_fedstruct_under_its_secure_stack_over_flower_matches_the_in_process_bac
     work = tmp_path / "w"
     fl = run_flower_experiment(cfg, workdir=work)
     ip = run_experiment(cfg)
-    assert fl["flower"]["processes"] == {"server": 0, **{client_id(k): 0 for k in range(3)}}
-    assert fl["flower"]["dropped"] == {}
+    assert_every_party_exited(fl, ["server", *(client_id(k) for k in range(3))])
     assert fl["protocol"] == ip["protocol"] == "fedstruct_secure"
     # same seed, same per-party RNG streams, exact (fixed-point) sums: the same scores
     for key in ("mean_val", "mean_test"):
@@ -93,18 +87,9 @@ def test_fedstruct_under_its_secure_stack_over_flower_matches_the_in_process_bac
             assert fl["offline"][part].get(k) == ip["offline"][part].get(k), (part, k)
     assert fl["offline"]["abar"]["bytes"] == ip["bytes_by_tag"]["fedstruct/abar"] > 0
     # the same envelopes and bytes (SecAgg+ messages, sealed boxes and the clear θ have fixed sizes)
-    assert fl["envelopes"] == ip["envelopes"]
-    assert fl["bytes_by_tag"] == ip["bytes_by_tag"]
-    assert fl["wire_bytes_total"] == ip["wire_bytes_total"]
-    assert fl["communication_rounds"] == ip["communication_rounds"]
-    flower_tr = Transcript()
-    load_jsonl(work / "transcript.jsonl", flower_tr)
-    inproc_tr = ip["_federation"].transcript
-
-    def key(r):
-        return (r.round, r.tag, r.stage, r.sender, r.receiver, r.form, r.payload_bytes)
-
-    assert Counter(map(key, flower_tr)) == Counter(map(key, inproc_tr))
+    assert_same_traffic(fl, ip)
+    flower_tr, inproc_tr = transcripts(work, ip)
+    assert record_counts(flower_tr) == record_counts(inproc_tr)
     for tr in (flower_tr, inproc_tr):
         # the relay only forwards Ā's masked inputs (summed) and sealed stage messages; the
         # target alone unmasks; the server never reads the summed NSF gradient
@@ -124,8 +109,7 @@ def test_fedsheafhn_under_the_mailbox_over_flower_matches_the_in_process_backend
     work = tmp_path / "w"
     fl = run_flower_experiment(cfg, workdir=work)
     ip = run_experiment(cfg)
-    assert fl["flower"]["processes"] == {"server": 0, "shuffler": 0, **{client_id(k): 0 for k in range(3)}}
-    assert fl["flower"]["dropped"] == {}
+    assert_every_party_exited(fl, ["server", "shuffler", *(client_id(k) for k in range(3))])
     assert fl["protocol"] == ip["protocol"] == "fedsheafhn_secure"
     # same seed, same per-party RNG streams, rows in the embeddings' own order (not the
     # pseudonyms', which each run redraws), exact secure sums: the same scores
@@ -140,14 +124,8 @@ def test_fedsheafhn_under_the_mailbox_over_flower_matches_the_in_process_backend
     assert fl["envelopes"] == ip["envelopes"]
     assert fl["bytes_by_tag"] == ip["bytes_by_tag"]
     assert fl["wire_bytes_total"] == ip["wire_bytes_total"]
-    flower_tr = Transcript()
-    load_jsonl(work / "transcript.jsonl", flower_tr)
-    inproc_tr = ip["_federation"].transcript
-
-    def key(r):
-        return (r.round, r.tag, r.stage, r.sender, r.receiver, r.form, r.payload_bytes)
-
-    assert Counter(map(key, flower_tr)) == Counter(map(key, inproc_tr))
+    flower_tr, inproc_tr = transcripts(work, ip)
+    assert record_counts(flower_tr) == record_counts(inproc_tr)
     # the server talked to no client about the pseudonymous tags (sealing keys aside)
     for tr in (flower_tr, inproc_tr):
         assert not [r for r in tr if r.tag in ("fedsheafhn/embedding", "fedsheafhn/feedback", "fedsheafhn/weights")
@@ -172,8 +150,7 @@ def test_fedpub_under_ckks_over_flower_matches_the_in_process_backend(tmp_path):
     work = tmp_path / "w"
     fl = run_flower_experiment(cfg, workdir=work)
     ip = run_experiment(cfg)
-    assert fl["flower"]["processes"] == {"server": 0, "keyholder": 0, **{client_id(k): 0 for k in range(3)}}
-    assert fl["flower"]["dropped"] == {}
+    assert_every_party_exited(fl, ["server", "keyholder", *(client_id(k) for k in range(3))])
     assert fl["protocol"] == ip["protocol"] == "fedpub_ckks"
     # same seed, same per-party RNG streams; CKKS flooding (~1e-6) on the cosines and mixes only
     for key in ("mean_val", "mean_test", "mean_mask_density"):
@@ -228,8 +205,7 @@ def test_fedsage_plus_under_its_secure_stack_over_flower_matches_the_in_process_
     work = tmp_path / "w"
     fl = run_flower_experiment(cfg, workdir=work)
     ip = run_experiment(cfg)
-    assert fl["flower"]["processes"] == {"server": 0, **{client_id(k): 0 for k in range(3)}}
-    assert fl["flower"]["dropped"] == {}
+    assert_every_party_exited(fl, ["server", *(client_id(k) for k in range(3))])
     assert fl["protocol"] == ip["protocol"] == "fedsage_secure"
     # same seed, same per-party RNG streams, exact sums: the same generators, mended graphs, scores
     assert fl["fedsage"] == ip["fedsage"]
@@ -239,14 +215,8 @@ def test_fedsage_plus_under_its_secure_stack_over_flower_matches_the_in_process_
     assert fl["envelopes"] == ip["envelopes"]
     assert fl["bytes_by_tag"] == ip["bytes_by_tag"]
     assert fl["wire_bytes_total"] == ip["wire_bytes_total"]
-    flower_tr = Transcript()
-    load_jsonl(work / "transcript.jsonl", flower_tr)
-    inproc_tr = ip["_federation"].transcript
-
-    def key(r):
-        return (r.round, r.tag, r.stage, r.sender, r.receiver, r.form, r.payload_bytes)
-
-    assert Counter(map(key, flower_tr)) == Counter(map(key, inproc_tr))
+    flower_tr, inproc_tr = transcripts(work, ip)
+    assert record_counts(flower_tr) == record_counts(inproc_tr)
     for tr in (flower_tr, inproc_tr):  # the server handles no generated feature or gradient in the clear
         forms = {r.form for r in tr if r.tag in ("fedsage/generated", "fedsage/feature_grad")}
         assert forms and forms <= {Form.KEYS, Form.MASKED, Form.SEALED}

@@ -21,7 +21,7 @@ through sealed envelopes carried by :meth:`ServerRuntime.step
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -132,16 +132,9 @@ class ServerExchange:
     # ------------------------------------------------------------------------ aggregate
     def _layout(self, tag: str, clients: Sequence[str]) -> tuple[Layout, Layout | None, int]:
         """The one layout every contributor reported for ``tag`` this round (and its side part)."""
-        got = self.rt.layouts.pop((tag, self.round), {})
-        texts = {got[c] for c in clients if c in got}
-        missing = [c for c in clients if c not in got]
-        if missing:
-            raise InvalidInputError(f"{tag!r}: {missing} contributed nothing this round")
-        if len(texts) != 1:
-            raise InvalidInputError(f"{tag!r}: clients sent tensors whose names/shapes differ from the others'")
-        (text,) = texts
+        text = agreed_layout(self.rt, (tag, self.round), clients, tag=tag, what="this round")
         main, _, side = text.partition("|")
-        return layout_from_text(main, what=f"{tag!r} layout"), (layout_from_text(side) if side else None), len(got)
+        return layout_from_text(main, what=f"{tag!r} layout"), (layout_from_text(side) if side else None), len(clients)
 
     def aggregate(self, tag: str, *, clients: Iterable[str] | None = None, mean: bool = True,
                   weighted: bool = False) -> dict[str, torch.Tensor]:
@@ -357,20 +350,54 @@ class ClientExchange:
             return
         if not isinstance(mech, SecureSum):
             raise UnexpectedMessageError(f"{pid} got stage {step.stage!r} for {mech.name!r} tag {step.tag!r}")
-        stage = Stage(step.stage)
         route = Route(self.rt.transport, relay=SERVER, aggregator=SERVER, round=step.round, tag=step.tag)  # type: ignore[arg-type]
-        if stage is Stage.ADVERTISE_KEYS:
+
+        def begin() -> ClientStage:
             info = CallInfo(self.rt.transport.session, step.round, step.tag, mech.settings, route)
-            self.calls[key] = AdvertiseKeys(ClientContext(pid, info, self._input(step)))
-        if key not in self.calls:
-            raise UnexpectedMessageError(f"{pid} got {stage.value!r} for {step.tag!r} before the call began")
-        msgs = route.client_inbox(pid, stage)
-        if len(msgs) != 1:
-            raise UnexpectedMessageError(f"{pid} got {len(msgs)} {stage.value!r} messages, expected one")
-        self.calls[key] = self.calls[key].handle(msgs[0])
-        if stage is Stage.UNMASK:  # the call's secrets die with it
-            del self.calls[key]
+            return AdvertiseKeys(ClientContext(pid, info, self._input(step)))
+
+        if advance_client_stage(self.calls, key, pid, step, route, begin):
             del self.pending[key]
+
+
+def agreed_layout(rt: ServerRuntime, key: tuple[str, int], members: Sequence[str], *, tag: str, what: str) -> str:
+    """The one layout text every member reported under ``key`` (as the server).
+
+    Raises:
+        InvalidInputError: A member reported none, or members reported different layouts.
+    """
+    got = rt.layouts.pop(key, {})
+    missing = [c for c in members if c not in got]
+    if missing:
+        raise InvalidInputError(f"{tag!r}: {missing} contributed nothing {what}")
+    texts = {got[c] for c in members}
+    if len(texts) != 1:
+        raise InvalidInputError(f"{tag!r}: contributors {what} sent tensors whose names/shapes differ from the others'")
+    return texts.pop()
+
+
+def advance_client_stage(calls: dict[Any, ClientStage], key: Any, pid: str, step: Step, route: Route,
+                         begin: Callable[[], ClientStage]) -> bool:
+    """One secure-sum stage as a client: ``begin()`` the call at advertise-keys, feed the stage's
+    one message to the client's stage machine. Returns whether the call ended (its secrets, the
+    stage machine, are dropped then).
+
+    Raises:
+        UnexpectedMessageError: A stage before the call began, or not exactly one message.
+    """
+    stage = Stage(step.stage)
+    if stage is Stage.ADVERTISE_KEYS:
+        calls[key] = begin()
+    if key not in calls:
+        raise UnexpectedMessageError(f"{pid} got {stage.value!r} for {step.tag!r} before the call began")
+    msgs = route.client_inbox(pid, stage)
+    if len(msgs) != 1:
+        raise UnexpectedMessageError(f"{pid} got {len(msgs)} {stage.value!r} messages, expected one")
+    calls[key] = calls[key].handle(msgs[0])
+    if stage is Stage.UNMASK:  # the call's secrets die with it
+        del calls[key]
+        return True
+    return False
 
 
 class _Prepared:

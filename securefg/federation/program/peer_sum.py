@@ -33,6 +33,7 @@ from securefg.federation.envelope import Envelope
 from securefg.federation.flatten import flatten, layout_from_text, layout_to_text, unflatten
 from securefg.federation.party import SERVER
 from securefg.federation.program.calls import party_call
+from securefg.federation.program.exchange import advance_client_stage, agreed_layout
 from securefg.federation.program.halves import client_half
 from securefg.federation.program.server_runtime import LAYOUT
 from securefg.federation.program.step import Step
@@ -101,14 +102,8 @@ def peer_sum(ex: Any, tag: str, target: str, peers: Iterable[str] | None = None)
     if target in pool:
         raise InvalidInputError(f"{tag!r}: target {target} cannot contribute to its own peer sum")
     members = sorted(p for p in pool if p not in rt.dropped)
-    got = rt.layouts.pop((layout_key(tag, target), ex.round), {})
-    missing = [c for c in members if c not in got]
-    if missing:
-        raise InvalidInputError(f"{tag!r}: {missing} contributed nothing to the peer sum of {target}")
-    texts = {got[c] for c in members}
-    if len(texts) != 1:
-        raise InvalidInputError(f"{tag!r}: peers of {target} sent tensors whose names/shapes differ")
-    (text,) = texts
+    text = agreed_layout(rt, (layout_key(tag, target), ex.round), members, tag=tag,
+                         what=f"to the peer sum of {target}")
     length = layout_from_text(text, what=f"{tag!r} layout").size
     info = {"target": target, "layout": text, "peers": ",".join(members)}
     mech = res.mechanism
@@ -224,21 +219,15 @@ class PeerSumHalf:
         pid, key = self.rt.party.pid, (step.tag, step.round, target)
         if not isinstance(mech, SecureSum):
             raise UnexpectedMessageError(f"{pid} got stage {step.stage!r} for {mech.name!r} peer-sum tag {step.tag!r}")
-        stage = Stage(step.stage)
         route = self._route(step, mech, target)
-        if stage is Stage.ADVERTISE_KEYS:
+
+        def begin() -> ClientStage:
             if key not in self.pending:
                 raise InvalidInputError(f"{pid} has no input prepared for {step.tag!r} to {target} round {step.round}")
             info = CallInfo(self.rt.transport.session, step.round, step.tag, mech.settings, route)
-            self.calls[key] = AdvertiseKeys(ClientContext(pid, info, self.pending.pop(key).numpy()))
-        if key not in self.calls:
-            raise UnexpectedMessageError(f"{pid} got {stage.value!r} for {step.tag!r} before the call began")
-        msgs = route.client_inbox(pid, stage)
-        if len(msgs) != 1:
-            raise UnexpectedMessageError(f"{pid} got {len(msgs)} {stage.value!r} messages, expected one")
-        self.calls[key] = self.calls[key].handle(msgs[0])
-        if stage is Stage.UNMASK:  # the call's secrets die with it
-            del self.calls[key]
+            return AdvertiseKeys(ClientContext(pid, info, self.pending.pop(key).numpy()))
+
+        advance_client_stage(self.calls, key, pid, step, route, begin)
 
     def _aggregator(self, step: Step, mech: SecureSum, peers: tuple[str, ...], layout: Any) -> dict[str, str | int] | None:
         """As the target: begin, or one stage of the aggregator's stage machine."""

@@ -31,6 +31,7 @@ from securefg.federation.flatten import flatten, layout_from_text, layout_to_tex
 from securefg.federation.party import SERVER, is_client
 from securefg.federation.program import relay as relay_program
 from securefg.federation.program.calls import party_call
+from securefg.federation.program.exchange import advance_client_stage, agreed_layout
 from securefg.federation.program.halves import client_half
 from securefg.federation.program.peer_sum import client_transform, server_transforms
 from securefg.federation.program.server_runtime import LAYOUT
@@ -84,14 +85,7 @@ def shared_sum(ex: Any, tag: str, clients: Iterable[str] | None = None) -> tuple
     res = _resolve(ex.stack, tag)
     rt = ex.rt
     members = sorted(c for c in (rt.live if clients is None else clients) if c not in rt.dropped)
-    got = rt.layouts.pop((tag, ex.round), {})
-    missing = [c for c in members if c not in got]
-    if missing:
-        raise InvalidInputError(f"{tag!r}: {missing} contributed nothing this round")
-    texts = {got[c] for c in members}
-    if len(texts) != 1:
-        raise InvalidInputError(f"{tag!r}: clients sent tensors whose names/shapes differ from the others'")
-    (text,) = texts
+    text = agreed_layout(rt, (tag, ex.round), members, tag=tag, what="this round")
     length = layout_from_text(text, what=f"{tag!r} layout").size
     info: dict[str, str | int] = {"layout": text, "members": ",".join(members)}
     mech = res.mechanism
@@ -250,9 +244,9 @@ class SharedSumHalf:
             return
         if not isinstance(mech, SecureSum):
             raise UnexpectedMessageError(f"{pid} got stage {step.stage!r} for {mech.name!r} tag {step.tag!r}")
-        stage = Stage(step.stage)
         route = Route(self.rt.transport, relay=SERVER, aggregator=SERVER, round=step.round, tag=step.tag)  # type: ignore[arg-type]
-        if stage is Stage.ADVERTISE_KEYS:
+
+        def begin() -> ClientStage:
             if key not in self.pending:
                 raise InvalidInputError(f"{pid} has no input prepared for {step.tag!r} round {step.round}")
             blind = b""
@@ -262,15 +256,9 @@ class SharedSumHalf:
                     blind = group_key.blinding_seed(k, session=self.rt.transport.session, round=step.round,
                                                     tag=step.tag, client=pid)
             info = CallInfo(self.rt.transport.session, step.round, step.tag, mech.settings, route)
-            self.calls[key] = AdvertiseKeys(ClientContext(pid, info, self.pending.pop(key).numpy(), blind_seed=blind))
-        if key not in self.calls:
-            raise UnexpectedMessageError(f"{pid} got {stage.value!r} for {step.tag!r} before the call began")
-        msgs = route.client_inbox(pid, stage)
-        if len(msgs) != 1:
-            raise UnexpectedMessageError(f"{pid} got {len(msgs)} {stage.value!r} messages, expected one")
-        self.calls[key] = self.calls[key].handle(msgs[0])
-        if stage is Stage.UNMASK:
-            del self.calls[key]
+            return AdvertiseKeys(ClientContext(pid, info, self.pending.pop(key).numpy(), blind_seed=blind))
+
+        advance_client_stage(self.calls, key, pid, step, route, begin)
 
     def _on_key(self, step: Step) -> dict[str, str | int] | None:
         """The group key's steps, each as ``group_key.ensure_group_key`` acts as this party."""
