@@ -25,7 +25,6 @@ import torch
 from torch_geometric.data import Data
 
 from securefg.errors import ConfigError, InvalidInputError
-from securefg.federation.exchange import Exchange
 from securefg.federation.program.context import ClientContext, ServerContext
 from securefg.methods.label_groups import LabelGroups
 from securefg.protocol.mechanism import ExchangeKind
@@ -84,7 +83,7 @@ def owner_payload(state: Mapping[str, torch.Tensor], groups: LabelGroups, owned:
 def owner_mean(total: Mapping[str, torch.Tensor], groups: LabelGroups,
                fallback: Mapping[str, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
     """The owner-only average from the summed :func:`owner_payload` s (weighted states and
-    owner weights side by side, as ``exchange.aggregate(..., mean=False, side=...)`` returns them).
+    owner weights side by side, as ``srv.aggregate(..., mean=False, weighted=True)`` returns them).
 
     The trunk is divided by the total weight, each head by its owners' weight. A head with no
     owner takes ``fallback``'s rows (zeros without one: the right value for averaged *updates*).
@@ -121,29 +120,6 @@ def require_sum(stack: ProtocolStack, tag: str) -> None:
                           "head averaging divides; use --option head_average=all")
 
 
-def aggregate_by_owner(
-    exchange: Exchange,
-    tag: str,
-    inputs: Mapping[str, Mapping[str, torch.Tensor]],
-    groups: LabelGroups,
-    owned: Mapping[str, torch.Tensor],
-    *,
-    weights: Mapping[str, float] | None = None,
-    fallback: Mapping[str, torch.Tensor] | None = None,
-) -> dict[str, torch.Tensor]:
-    """The weighted mean of ``inputs`` through ``exchange.aggregate``, each head over its owners.
-
-    Raises:
-        ConfigError: ``tag``'s mechanism does not return a sum (:func:`require_sum`).
-    """
-    require_sum(exchange.stack, tag)
-    payloads = {pid: owner_payload(x, groups, owned[pid], 1.0 if weights is None else float(weights[pid]))
-                for pid, x in inputs.items()}
-    total = exchange.aggregate(tag, {pid: p[0] for pid, p in payloads.items()}, weights=weights, mean=False,
-                               side={pid: p[1] for pid, p in payloads.items()})
-    return owner_mean(total, groups, fallback)
-
-
 def contribute_by_owner(cli: ClientContext, tag: str, update: Mapping[str, torch.Tensor], groups: LabelGroups,
                         owned: torch.Tensor, *, weight: float | None = None) -> None:
     """A client program's input to :func:`aggregate_owned`: unowned heads zeroed, owner weights
@@ -165,4 +141,4 @@ def aggregate_owned(srv: ServerContext, tag: str, groups: LabelGroups, *, client
     return owner_mean(srv.aggregate(tag, clients=clients, mean=False, weighted=True), groups, fallback)
 
 
-__all__ = ["OWNERS_KEY", "aggregate_by_owner", "aggregate_owned", "contribute_by_owner", "owned_groups", "owner_mean", "owner_payload", "require_sum"]
+__all__ = ["OWNERS_KEY", "aggregate_owned", "contribute_by_owner", "owned_groups", "owner_mean", "owner_payload", "require_sum"]

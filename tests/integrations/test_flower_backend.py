@@ -132,7 +132,10 @@ def test_cefgc_plus_under_ckks_over_flower_matches_the_in_process_backend(tmp_pa
     assert fl["bytes_total"] == pytest.approx(ip["bytes_total"], rel=1e-3)
 
 
-def test_an_interrupted_flower_run_resumes_from_each_partys_own_checkpoint(tmp_path):
+@pytest.mark.parametrize("start", ["fork-from-launcher", "start-up-process"])
+def test_an_interrupted_flower_run_resumes_from_each_partys_own_checkpoint(tmp_path, monkeypatch, start):
+    if start == "start-up-process":  # as when the launcher itself may not fork (threads, gRPC)
+        monkeypatch.setattr("securefg.integrations.flower.forked.can_fork_here", lambda: False)
     # plaintext: bit-reproducible, so the resumed run must equal the straight one exactly
     base = {"protocol": "plaintext", "rounds": 4}
     straight = run_experiment(_cfg(**base))

@@ -87,8 +87,9 @@ class ForkedParties:
         return self.pids
 
     def kill(self, pid: str) -> None:
-        """SIGKILL one party's process (how tests make a client drop out mid-round)."""
-        os.kill(self._party_pids()[pid], signal.SIGKILL)
+        """SIGKILL one party's process (how tests make a client drop out mid-round); a party that
+        already exited is left alone."""
+        _kill_quietly(self._party_pids()[pid])
 
     def wait(self, timeout: float) -> dict[str, int]:
         """Wait for the parties (the start-up process reaps them); kill whatever is left. Returns

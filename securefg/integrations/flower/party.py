@@ -366,6 +366,8 @@ def run_party(a: argparse.Namespace, *, parts: tuple[Any, Any, Any] | None = Non
     if a.checkpoint_every < 0:
         raise ConfigError(f"--checkpoint-every must be >= 0, got {a.checkpoint_every}")
     cfg = replace(cfg, resume=a.resume, checkpoint_every=a.checkpoint_every)
+    if parts is not None:  # built from the run file, which holds no site-local settings
+        parts = (replace(parts[0], resume=a.resume, checkpoint_every=a.checkpoint_every), parts[1], parts[2])
     if a.data_root is not None:
         cfg = replace(cfg, data_root=a.data_root)
     if a.device is not None:
