@@ -25,12 +25,12 @@ import json
 import os
 import socket
 import time
-import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
+import tomllib
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from securefg.errors import AuthenticationError, ConfigError, ServerUnreachableError

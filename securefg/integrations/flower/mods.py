@@ -33,7 +33,13 @@ from securefg.federation.party_transport import PartyTransport
 from securefg.federation.program.client_runtime import ClientRuntime
 from securefg.federation.program.exchange import ClientExchange
 from securefg.federation.program.server_runtime import LAYOUT
-from securefg.integrations.flower.records import MESSAGE_TYPE, RECORD, Step, step_from_content, step_to_content
+from securefg.integrations.flower.records import (
+    MESSAGE_TYPE,
+    RECORD,
+    Step,
+    step_from_content,
+    step_to_content,
+)
 from securefg.protocol.stack import ProtocolStack
 
 HELLO = "securefg/hello"

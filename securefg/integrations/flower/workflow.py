@@ -27,7 +27,6 @@ import os
 from collections.abc import Iterable
 
 import numpy as np
-import torch
 from flwr.app import ArrayRecord, ConfigRecord, Message, RecordDict
 from flwr.serverapp.grid import Grid
 

@@ -39,7 +39,13 @@ from securefg.methods.fedstruct.edge_dp import (
     reported_view,
 )
 from securefg.methods.fedstruct.offline import TAG_ABAR, OfflineCost, offline_round, structure_view
-from securefg.methods.fedstruct.parties import client_data, client_views, directory_of, load_parameters, make_model
+from securefg.methods.fedstruct.parties import (
+    client_data,
+    client_views,
+    directory_of,
+    load_parameters,
+    make_model,
+)
 from securefg.methods.fedstruct.server import ServerOptimizer, prefixed, structure_optimizer
 from securefg.methods.fedstruct.settings import OPTION_DEFAULTS, FedStructSettings, parse_settings
 from securefg.methods.fedstruct.structure import (
