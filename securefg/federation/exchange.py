@@ -18,6 +18,7 @@ from securefg.federation.party import SERVER, Party
 from securefg.federation.transport import InProcessTransport
 from securefg.protocol.mechanism import ExchangeCall, ExchangeKind
 from securefg.protocol.stack import WIRE_DTYPES, ProtocolStack, Resolved
+from securefg.protocol.transform_rules import refuse_all, require_client_side, require_local
 
 Tensors = Mapping[str, torch.Tensor]
 
@@ -235,13 +236,7 @@ class Exchange:
             ConfigError: A transform that needs a server-side step on the result (central noise).
         """
         res, call = self._call(tag, ExchangeKind.SHARED_SUM)
-        for t in res.transforms:
-            mode = getattr(getattr(t, "mode", None), "value", None)
-            if mode not in ("distributed", "local"):
-                raise ConfigError(
-                    f"tag {tag!r}: transform {type(t).name!r} needs a server-side step on the result, which a "
-                    "shared_sum may not have (blind_sum hides it from the server); use dp_gaussian with "
-                    'mode = "distributed" or "local"')
+        require_client_side(tag, res.transforms)
         vecs, layout = self._vectors(inputs, tag)
         for t in res.transforms:
             vecs = {pid: t.client(call, pid, v) for pid, v in vecs.items()}
@@ -258,13 +253,7 @@ class Exchange:
     ) -> dict[str, dict[str, torch.Tensor]]:
         """Client i receives Σ_j coefficients[i][j] x_j; nobody sees an individual x_j."""
         res, call = self._call(tag, ExchangeKind.PERSONALIZED_AGGREGATE)
-        if res.transforms:
-            raise ConfigError(
-                f"tag {tag!r}: transforms {[type(t).name for t in res.transforms]} cannot run on a "
-                "personalized_aggregate (each client receives its own mix; there is no single "
-                "server-side result to noise); add noise on the inputs with mode = \"local\" on an "
-                "aggregate or similarity tag instead"
-            )
+        refuse_all(tag, res.transforms)
         vecs, layout = self._vectors(inputs, tag)
         got = res.mechanism.run_personalized_aggregate(call, vecs, coefficients)
         return {pid: unflatten(v, layout) for pid, v in got.items()}
@@ -294,14 +283,7 @@ class Exchange:
             ConfigError: A transform with a server-side step (central or distributed noise).
         """
         res, call = self._call(tag, ExchangeKind.COLLECT)
-        for t in res.transforms:
-            mode = getattr(t, "mode", None)
-            if mode is not None and getattr(mode, "value", mode) != "local":
-                raise ConfigError(
-                    f"tag {tag!r}: transform {type(t).name!r} in mode {getattr(mode, 'value', mode)!r} needs a "
-                    "server-side step, which a collect exchange has not (the server reads each input); "
-                    'use mode = "local"'
-                )
+        require_local(tag, res.transforms)
         vecs, layout = self._vectors(inputs, tag)
         for t in res.transforms:
             vecs = {pid: t.client(call, pid, v) for pid, v in vecs.items()}

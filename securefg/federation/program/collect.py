@@ -55,6 +55,7 @@ from securefg.protocol.plaintext import Plaintext
 from securefg.protocol.relay import mailbox, sealing_directory
 from securefg.protocol.relay.mailbox import Mailbox, MailboxStage
 from securefg.protocol.stack import Resolved
+from securefg.protocol.transform_rules import require_local
 
 if TYPE_CHECKING:
     from securefg.federation.program.exchange import ClientExchange, ServerExchange
@@ -85,14 +86,7 @@ def resolve_collect(stack: Any, tag: str) -> Resolved:
         ConfigError: A transform not in ``mode = "local"``, or a mechanism without halves here.
     """
     res = stack.resolve(tag, COLLECT)
-    for t in res.transforms:
-        mode = getattr(t, "mode", None)
-        if mode is not None and getattr(mode, "value", mode) != "local":
-            raise ConfigError(
-                f"tag {tag!r}: transform {type(t).name!r} in mode {getattr(mode, 'value', mode)!r} needs a "
-                "server-side step, which a collect exchange has not (the server reads each input); "
-                'use mode = "local"'
-            )
+    require_local(tag, res.transforms)
     _check_mechanism(res, tag, "collect")
     return res
 

@@ -45,6 +45,7 @@ from securefg.protocol.ckks.personalized import _check_coefficients
 from securefg.protocol.mechanism import ExchangeKind
 from securefg.protocol.plaintext import Plaintext, pairwise_similarity
 from securefg.protocol.stack import Resolved
+from securefg.protocol.transform_rules import refuse_all
 
 if TYPE_CHECKING:
     from securefg.federation.program.exchange import ClientExchange, ServerExchange
@@ -68,13 +69,7 @@ def _vector_spec(length: int) -> TensorSpec:
 def _resolve_personalized(stack: Any, tag: str) -> Resolved:
     """The binding of ``tag``; refuses transforms as ``Exchange.personalized_aggregate`` does."""
     res = stack.resolve(tag, PERSONALIZED)
-    if res.transforms:
-        raise ConfigError(
-            f"tag {tag!r}: transforms {[type(t).name for t in res.transforms]} cannot run on a "
-            "personalized_aggregate (each client receives its own mix; there is no single "
-            "server-side result to noise); add noise on the inputs with mode = \"local\" on an "
-            "aggregate or similarity tag instead"
-        )
+    refuse_all(tag, res.transforms)
     if not isinstance(res.mechanism, (CKKS, Plaintext)):
         raise ConfigError(f"personalized_aggregate tag {tag!r}: mechanism {res.mechanism.name!r} has no "
                           "party-program halves (ckks, plaintext)")

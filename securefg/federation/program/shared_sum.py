@@ -51,6 +51,7 @@ from securefg.protocol.secure_sum.harary import harary_graph
 from securefg.protocol.secure_sum.mechanism import SecureSum
 from securefg.protocol.secure_sum.route import Route
 from securefg.protocol.shared_result import STAGE as RESULT_STAGE
+from securefg.protocol.transform_rules import require_client_side
 
 ACTION = "shared_sum"
 UPLOAD = "plaintext/upload"
@@ -62,13 +63,7 @@ Tensors = Mapping[str, torch.Tensor]
 
 def _resolve(stack: Any, tag: str) -> Any:
     res = stack.resolve(tag, ExchangeKind.SHARED_SUM)
-    for t in res.transforms:
-        mode = getattr(getattr(t, "mode", None), "value", None)
-        if mode not in ("distributed", "local"):
-            raise ConfigError(
-                f"tag {tag!r}: transform {type(t).name!r} needs a server-side step on the result, which a "
-                "shared_sum may not have (blind_sum hides it from the server); use dp_gaussian with "
-                'mode = "distributed" or "local"')
+    require_client_side(tag, res.transforms)
     return res
 
 
