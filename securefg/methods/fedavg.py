@@ -24,7 +24,6 @@ from typing import Any
 
 import torch
 
-from securefg.federation.federation import Federation
 from securefg.federation.party import Party
 from securefg.federation.program.context import ClientAction, ClientContext, ServerContext
 from securefg.methods.base import Method, MethodConfig, Task, register_method, select_best_round
@@ -250,12 +249,6 @@ def combine_client_scores(method: Method, server: Mapping[str, Any],
         if "auc_by_dataset" in g:
             out["global_test_auc_by_dataset"] = g["auc_by_dataset"]
     return out
-
-
-def measure_clients(method: Method, fed: Federation) -> dict[str, Any]:
-    """:func:`combine_client_scores` over an in-process federation's party states."""
-    per_client = {cid: dict(fed.parties[cid].state.get("scores", {})) for cid in fed.client_ids}
-    return combine_client_scores(method, server_model_material(method, fed.server), per_client)
 
 
 def summarize_task(task: Task, history: list[dict[str, Any]]) -> dict[str, Any]:

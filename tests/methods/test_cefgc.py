@@ -17,7 +17,6 @@ from securefg.federation.party import SERVER
 from securefg.federation.runner import RoundRunner
 from securefg.methods.base import Method, MethodConfig, method_class
 from securefg.methods.cefgc import TAG_MODEL, TAG_SIMILARITY, TAG_WEIGHTS, partner_recovery
-from securefg.methods.fedavg import measure_clients
 from securefg.methods.tasks import GraphTask
 from securefg.methods.training import TrainConfig, state_of
 from securefg.protocol.ckks.public_context import PublicContext
@@ -120,7 +119,7 @@ def test_summary_scores_the_global_model_on_the_clients_pooled_validation_graphs
     # the trained model scores 1.0 on every set of this easy task; an untrained one tells them apart
     torch.manual_seed(5)
     monkeypatch.setitem(fed.server.state, "model", method.make_model())
-    measured = measure_clients(method, fed)
+    measured = method.measure(fed)
     untrained_val = method.score_graphs(fed.server.state["model"], pooled)["auc"]
     assert measured["global_val_auc"] == untrained_val != measured["global_test_auc"]
 

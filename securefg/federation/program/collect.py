@@ -141,11 +141,11 @@ def collect(ex: ServerExchange, tag: str, *,
         InvalidInputError: A client offered nothing, or tensors of another layout.
         ConfigError: A transform with a server step; ``mailbox`` without a shuffler party.
     """
-    ex._kind(tag, COLLECT)
+    ex.use_tag(tag, COLLECT)
     rt, round = ex.rt, ex.round
     res = resolve_collect(ex.stack, tag)
     members = [c for c in (rt.live if clients is None else clients) if c not in rt.dropped]
-    layout, _, _ = ex._layout(tag, members)
+    layout, _ = ex.layout_of(tag, members)
     spec = TensorSpec({"x": (torch.float64, (layout.size,))})
     if isinstance(res.mechanism, Mailbox):
         got = _collect_mailbox(ex, res, tag, members)
@@ -193,7 +193,7 @@ def reply(ex: ServerExchange, tag: str, outputs: Mapping[str, Tensors]) -> list[
         ProtocolError: A pseudonym nobody holds (``plaintext``: not a client; ``mailbox``: the
             server never collected from it).
     """
-    ex._kind(tag, REPLY)
+    ex.use_tag(tag, REPLY)
     rt, round = ex.rt, ex.round
     res = resolve_reply(ex.stack, tag)
     if not outputs:

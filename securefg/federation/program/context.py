@@ -11,7 +11,6 @@ state: all that crosses is sealed envelopes and small public step fields.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -237,12 +236,3 @@ class ClientContext:
 
 #: A method's client action: runs as the client on its own state; returns public reply info.
 ClientAction = Callable[[ClientContext], Mapping[str, InfoValue] | None]
-
-
-@dataclass(frozen=True)
-class Measurement:
-    """One party's measurement of one round, for the experimenter (never sent to a party)."""
-
-    pid: str
-    round: int
-    values: dict[str, Any]

@@ -147,17 +147,16 @@ class ServerProgram:
 
 
 def serve_party(method: Method, rt: ClientRuntime, stack: ProtocolStack, *, seed: int, clients: Sequence[str],
-                helpers: Sequence[str], sink: Sink, setup: bool = True,
-                save: Callable[[int], None] | None = None) -> ClientExchange:
-    """Set up a client (or helper) party (unless ``setup`` is false: its state is already made)
-    and register its handlers; returns its exchange half. ``save(next_round)`` writes the
-    party's own checkpoint when the server asks for one (``program/checkpoint``)."""
+                helpers: Sequence[str], sink: Sink, save: Callable[[int], None] | None = None) -> ClientExchange:
+    """Set up a client (or helper) party and register its handlers; returns its exchange half.
+    ``save(next_round)`` writes the party's own checkpoint when the server asks for one
+    (``program/checkpoint``)."""
     from securefg.methods.training import party_seed
 
     pid = rt.party.pid
-    if setup and is_client(pid):
+    if is_client(pid):
         method.setup_client(rt.party, client_index(pid))
-    elif setup:
+    else:
         method.setup_helper(rt.party)
     ex = ClientExchange(rt, stack, seed=party_seed(seed, pid, -1), clients=clients, helpers=helpers)
     actions = method.client_actions() if is_client(pid) else method.helper_actions()
@@ -237,11 +236,3 @@ class MeasurementLog:
 
     def history(self, method: Method, clients: Sequence[str], rounds: Sequence[int]) -> list[dict[str, Any]]:
         return [self.row(method, r, clients) for r in rounds]
-
-
-def sink_of(log: MeasurementLog) -> Sink:
-    return log.record
-
-
-def rounds_of(view: Sequence[Mapping[str, Any]]) -> list[int]:
-    return [int(v["round"]) for v in view]

@@ -88,7 +88,8 @@ class ServerExchange:
         self.calls: dict[str, ExchangeKind] = {}
         self.contributors: dict[tuple[str, int], tuple[str, ...]] = {}
 
-    def _kind(self, tag: str, kind: ExchangeKind) -> None:
+    def use_tag(self, tag: str, kind: ExchangeKind) -> None:
+        """Claim ``tag`` for exchange ``kind`` (a tag serves one kind of exchange for the whole run)."""
         prev = self.calls.setdefault(tag, kind)
         if prev is not kind:
             raise InvalidInputError(f"tag {tag!r} was used as {prev.value!r} and now as {kind.value!r}")
@@ -119,7 +120,7 @@ class ServerExchange:
     def broadcast(self, tag: str, tensors: Tensors, *, to: Iterable[str] | None = None) -> list[str]:
         """Seal ``tensors`` for ``to`` (default: every live client); they ride with each
         receiver's next step. Returns the receivers."""
-        self._kind(tag, ExchangeKind.BROADCAST)
+        self.use_tag(tag, ExchangeKind.BROADCAST)
         res = self.stack.resolve(tag, ExchangeKind.BROADCAST)
         if res.mechanism.name != "plaintext":
             raise ConfigError(f"broadcast tag {tag!r} must be plaintext in a party program, not {res.mechanism.name!r}")
@@ -130,11 +131,11 @@ class ServerExchange:
         return receivers
 
     # ------------------------------------------------------------------------ aggregate
-    def _layout(self, tag: str, clients: Sequence[str]) -> tuple[Layout, Layout | None, int]:
+    def layout_of(self, tag: str, clients: Sequence[str]) -> tuple[Layout, Layout | None]:
         """The one layout every contributor reported for ``tag`` this round (and its side part)."""
         text = agreed_layout(self.rt, (tag, self.round), clients, tag=tag, what="this round")
         main, _, side = text.partition("|")
-        return layout_from_text(main, what=f"{tag!r} layout"), (layout_from_text(side) if side else None), len(clients)
+        return layout_from_text(main, what=f"{tag!r} layout"), (layout_from_text(side) if side else None)
 
     def aggregate(self, tag: str, *, clients: Iterable[str] | None = None, mean: bool = True,
                   weighted: bool = False) -> dict[str, torch.Tensor]:
@@ -149,10 +150,10 @@ class ServerExchange:
             InvalidInputError: A contributor missing or with another layout, or a zero weight
                 total for a mean.
         """
-        self._kind(tag, ExchangeKind.AGGREGATE)
+        self.use_tag(tag, ExchangeKind.AGGREGATE)
         res = resolve_aggregate(self.stack, tag)
         members = [c for c in (self.rt.live if clients is None else clients) if c not in self.rt.dropped]
-        layout, side, _ = self._layout(tag, members)
+        layout, side = self.layout_of(tag, members)
         with_weight = int(mean or weighted or side is not None)
         length = layout.size + (side.size if side is not None else 0) + with_weight
         info = {"weighted": with_weight}
@@ -168,7 +169,6 @@ class ServerExchange:
                 raise InvalidInputError(f"{tag!r}: total weight of the survivors is {wsum}")
             values = values / wsum
         self.contributors[(tag, self.round)] = contributors
-        self.rt.party.state.setdefault("contributors", {})[(tag, self.round)] = contributors
         out = unflatten(values, layout)
         if side is not None:
             out.update(unflatten(total[layout.size: layout.size + side.size], side))
@@ -199,8 +199,7 @@ class ServerExchange:
                    count_tail: int, weighted: bool) -> tuple[torch.Tensor, tuple[str, ...]]:
         """``subgroup_robust``: one inner sum per public subgroup, then the robust rule."""
         k = int(mech.params["k"])
-        run_seed = self.run_seed
-        groups = partition({m: None for m in members}, k=k, seed=grouping_seed(str(run_seed), tag, self.round))
+        groups = partition(members, k=k, seed=grouping_seed(str(self.run_seed), tag, self.round))
         sums, survivors = [], []
         for g in groups:
             total, contributors = self._sum(mech.inner, tag, list(g), length, info, count_tail=count_tail,
@@ -233,7 +232,6 @@ class ServerExchange:
             agg = agg.handle(route.aggregator_inbox(stage))
         if not isinstance(agg, ss_server.Completed):
             raise UnexpectedMessageError("the aggregator did not complete the round")
-        rt.party.state.setdefault("secure_sum_drops", {})[(tag, self.round)] = {p: r.value for p, r in ctx.drops.items()}
         return agg.total, agg.contributors
 
 

@@ -93,7 +93,7 @@ def peer_sum(ex: Any, tag: str, target: str, peers: Iterable[str] | None = None)
         InvalidInputError: The target among the peers, or a peer without (or with another) layout.
         MechanismError: The target did not complete the sum.
     """
-    ex._kind(tag, ExchangeKind.PEER_SUM)
+    ex.use_tag(tag, ExchangeKind.PEER_SUM)
     res = ex.stack.resolve(tag, ExchangeKind.PEER_SUM)
     rt = ex.rt
     if target in rt.dropped:
@@ -251,7 +251,6 @@ class PeerSumHalf:
         if isinstance(agg, ss_server.Completed):
             del self.aggregators[key]
             self.results[key] = unflatten(agg.total.to(torch.float64), layout)
-            self.rt.party.state.setdefault("secure_sum_drops", {})[key] = {p: r.value for p, r in ctx.drops.items()}
             return {"contributors": ",".join(agg.contributors)}
         self.aggregators[key] = (agg, ctx)
         return None

@@ -89,11 +89,11 @@ def personalized_aggregate(ex: ServerExchange, tag: str, coefficients: Mapping[s
         InvalidInputError: A contributor missing or with another layout; (``ckks``) a coefficient
             naming a client that offered nothing, or not finite.
     """
-    ex._kind(tag, PERSONALIZED)
+    ex.use_tag(tag, PERSONALIZED)
     rt, round = ex.rt, ex.round
     res = _resolve_personalized(ex.stack, tag)
     members = [c for c in (rt.live if clients is None else clients) if c not in rt.dropped]
-    layout, _, _ = ex._layout(tag, members)
+    layout, _ = ex.layout_of(tag, members)
     length = layout.size
     mech = res.mechanism
     if isinstance(mech, CKKS):
@@ -140,7 +140,7 @@ def _personalized_ckks(ex: ServerExchange, mech: CKKS, res: Resolved, tag: str,
 def similarity(ex: ServerExchange, tag: str, *, clients: Iterable[str] | None = None,
                metric: str = "cosine") -> tuple[list[str], torch.Tensor]:
     """The server's half of ``Exchange.similarity``: (sorted contributors, similarity matrix)."""
-    ex._kind(tag, SIMILARITY)
+    ex.use_tag(tag, SIMILARITY)
     rt, round = ex.rt, ex.round
     members = [c for c in (rt.live if clients is None else clients) if c not in rt.dropped]
     res = ex.stack.resolve(tag, SIMILARITY)
@@ -150,7 +150,7 @@ def similarity(ex: ServerExchange, tag: str, *, clients: Iterable[str] | None = 
         raise ConfigError(f"similarity tag {tag!r}: mechanism {res.mechanism.name!r} has no party-program halves "
                           "(ckks, plaintext)")
     pairwise_similarity({}, metric)  # refuses an unknown metric before anyone uploads
-    layout, _, _ = ex._layout(tag, members)
+    layout, _ = ex.layout_of(tag, members)
     rt.step(members, action=ACTION_SIMILARITY_UPLOAD, round=round, tag=tag, stage=PLAINTEXT_UPLOAD)
     got = rt.transport.receive_from(SERVER, members, tag=tag, round=round, stage=PLAINTEXT_UPLOAD)
     vecs = {p: decode_tensor(got[p].payload, spec=_vector_spec(layout.size)) for p in got}

@@ -33,7 +33,7 @@ def _resolve(stack: Any, tag: str) -> Any:
 
 def send(ex: Any, tag: str, tensors: Tensors, *, to: str) -> None:
     """As the server: send ``to`` one message of ``tensors`` this round."""
-    ex._kind(tag, ExchangeKind.SEND)
+    ex.use_tag(tag, ExchangeKind.SEND)
     res = _resolve(ex.stack, tag)
     ex.rt.transport.send(Envelope(SERVER, (to,), ex.round, tag, encode_tensors(to_wire(res, tag, tensors))))
 

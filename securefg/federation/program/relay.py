@@ -86,7 +86,7 @@ def relay(ex: ServerExchange, tag: str, *, clients: Iterable[str] | None = None,
           shuffle: bool = True) -> list[str]:
     """The server's half of ``Exchange.relay``: forwards the items ``clients`` offered for ``tag``
     among them (combined first if the method planned a mix); returns the recipients that got a bundle."""
-    ex._kind(tag, RELAY)
+    ex.use_tag(tag, RELAY)
     res = _resolve(ex.stack, tag)
     rt = ex.rt
     members = [c for c in (rt.live if clients is None else clients) if c not in rt.dropped]

@@ -76,7 +76,7 @@ def shared_sum(ex: Any, tag: str, clients: Iterable[str] | None = None) -> tuple
     Raises:
         InvalidInputError: A client without (or with another) layout; fewer than two under blind_sum.
     """
-    ex._kind(tag, ExchangeKind.SHARED_SUM)
+    ex.use_tag(tag, ExchangeKind.SHARED_SUM)
     res = _resolve(ex.stack, tag)
     rt = ex.rt
     members = sorted(c for c in (rt.live if clients is None else clients) if c not in rt.dropped)
@@ -136,7 +136,6 @@ def _secure(ex: Any, mech: SecureSum, tag: str, members: list[str], length: int,
         agg = agg.handle(route.aggregator_inbox(stage))
     if not isinstance(agg, ss_server.Completed):
         raise UnexpectedMessageError("the aggregator did not complete the round")
-    rt.party.state.setdefault("secure_sum_drops", {})[(tag, ex.round)] = {p: r.value for p, r in ctx.drops.items()}
     return agg
 
 

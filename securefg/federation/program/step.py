@@ -41,7 +41,3 @@ class Step:
         return len(self.action) + len(self.tag) + len(self.stage) + 8 + sum(
             len(str(k)) + len(str(v)) for k, v in self.info.items()
         )
-
-    def where(self) -> str:
-        """``action tag stage`` (the non-empty ones), for logs and errors."""
-        return " ".join(x for x in (self.action, self.tag, self.stage) if x)

@@ -117,7 +117,7 @@ class SecureFedAvgWorkflow:
         mean = self.exchange.aggregate(self.tag, clients=trained)
         dtypes = {k: v.numpy().dtype for k, v in arrays.items()}
         out = ArrayRecord({k: _array(mean[k].numpy().astype(dtypes[k])) for k in arrays})  # type: ignore[arg-type]
-        return out, len(rt.party.state["contributors"][(self.tag, round)])
+        return out, len(self.exchange.contributors[(self.tag, round)])
 
 
 def _array(a: np.ndarray):  # type: ignore[no-untyped-def]
