@@ -80,9 +80,9 @@ def _same_run(fl: dict[str, Any], ip: dict[str, Any], agree: str) -> None:
     else:  # dp: the same releases, about the same clients, with the same noise scale
         for tag, v in ip["bytes_by_tag"].items():  # dp-ckks: ciphertext sizes move, as above
             assert fl["bytes_by_tag"][tag] == (pytest.approx(v, rel=1e-2) if agree == "dp-ckks" else v), tag
-        if "privacy" in ip:
-            assert fl["privacy"]["epsilon"] == pytest.approx(ip["privacy"]["epsilon"])
-            assert set(fl["privacy"]["clients"]) == set(ip["privacy"]["clients"])
+        assert ip["privacy"]["epsilon"] is not None and ip["privacy"]["epsilon"] > 0
+        assert fl["privacy"]["epsilon"] == pytest.approx(ip["privacy"]["epsilon"])
+        assert set(fl["privacy"]["clients"]) == set(ip["privacy"]["clients"])
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
