@@ -94,6 +94,33 @@ class InvalidClaimError(MechanismError):
         self.reason = reason
 
 
+class ForgedClaimError(InvalidClaimError, AuthenticationError):
+    """A server claim failed the malicious-server checks (pinned public keys plus signatures).
+
+    Both an :class:`InvalidClaimError` (a client refused a claim; ``reason`` is the abort
+    reason) and an :class:`AuthenticationError` (the claim does not verify against a party's
+    pinned key). ``claim`` names the claim that lied, e.g. ``"the keys of 'client/2'"``.
+    """
+
+    def __init__(self, message: str, *, reason: object = None, claim: str = "") -> None:
+        super().__init__(message, reason=reason)
+        self.claim = claim
+
+
+class KeySubstitutionError(ForgedClaimError):
+    """Keys relayed for a party are not the ones it signed with its pinned key (or it has none)."""
+
+
+class EquivocationError(ForgedClaimError):
+    """The server may be telling clients different survivor (or client) lists: a signature over
+    other lists, or too few clients vouching for the lists this client was shown."""
+
+
+class ImplausibleSumError(MechanismError):
+    """An unmasked sum lies outside what its contributors could produce within the declared
+    bounds (``norm_bound``): a client shifted or wrapped it, or a bound is misdeclared."""
+
+
 # --- privacy -----------------------------------------------------------------------------
 class PerSampleGradientError(ConfigError):
     """A model cannot be trained with per-sample-gradient DP-SGD (Opacus); the message says why."""

@@ -40,6 +40,12 @@ class Domain(bytes, enum.Enum):
     CONSISTENCY = b"securefg/secure_sum/v1/consistency"
     GROUP_KEY = b"securefg/secure_sum/v1/group-key"
     BLINDING = b"securefg/secure_sum/v1/blinding"
+    KEY_SIGNATURE = b"securefg/secure_sum/v1/key-signature"
+    """Pinned keys: a client's signature over its per-call public keys."""
+    AGGREGATOR_KEY = b"securefg/secure_sum/v1/aggregator-key"
+    """Pinned keys: a ``peer_sum`` target's signature over its end-to-end key."""
+    PINNED_CONSISTENCY = b"securefg/secure_sum/v1/pinned-consistency"
+    """Pinned keys: the survivor list signed together with the call's client list."""
 
 
 class ShareKind(int, enum.Enum):
@@ -86,3 +92,7 @@ class AbortReason(str, enum.Enum):
     CONFIG_MISMATCH = "config_mismatch"
     BELOW_THRESHOLD = "below_threshold"
     BAD_SIGNATURES = "bad_signatures"
+    KEY_SUBSTITUTION = "key_substitution"
+    """Pinned keys: relayed keys are not signed by their owner's pinned key."""
+    EQUIVOCATION = "equivocation"
+    """Pinned keys: the survivor list is not vouched for as the one every client was shown."""

@@ -18,6 +18,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from securefg.protocol.secure_sum import crypto
 from securefg.protocol.secure_sum.constants import ClientDropReason, Domain, Stage
 from securefg.protocol.secure_sum.messages import PeerKeys
+from securefg.protocol.secure_sum.pinned import PinnedKeys
 from securefg.protocol.secure_sum.quantize import Quantizer
 from securefg.protocol.secure_sum.route import Delivery, Route
 from securefg.protocol.secure_sum.settings import Settings
@@ -32,6 +33,8 @@ class CallInfo:
     tag: str
     settings: Settings
     route: Route
+    pinned: PinnedKeys | None = None
+    """Malicious-server mode: the clients' pinned signing keys (:mod:`.pinned`); ``None`` without."""
 
     @property
     def aggregator(self) -> str:
@@ -73,6 +76,8 @@ class ClientContext:
     blind_seed: bytes = b""
     """``blind_sum`` only: a seed whose mask this client adds to its input and that only the
     clients can remove (derived from their group key); empty for a plain secure sum."""
+    identity: Ed25519PrivateKey | None = None
+    """Pinned keys: this client's static signing key (its pinned public half is in ``info.pinned``)."""
 
     def x_of(self, pid: str) -> int:
         """The public Shamir x-coordinate of ``pid``: 1 + its index in the client list."""
@@ -119,6 +124,10 @@ class AggregatorContext:
     masked_sum: np.ndarray | None = None
     survivors: tuple[str, ...] = ()
     signatures: dict[str, bytes] = field(default_factory=dict)
+    identity: Ed25519PrivateKey | None = None
+    """Pinned keys, ``peer_sum``: the target's static key, signing its end-to-end key."""
+    blinded: bool = False
+    """``blind_sum``: the unmasked sum is still blinded, so the aggregator cannot range-check it."""
 
     def drop(self, pid: str, reason: ClientDropReason) -> None:
         """Stop counting ``pid`` for the rest of the call (the first reason is kept)."""

@@ -68,7 +68,12 @@ def _u32(raw: bytes, what: str) -> int:
 
 @dataclass(frozen=True)
 class AdvertiseRequest:
-    """Aggregator -> client: the round's configuration and the client's neighbours."""
+    """Aggregator -> client: the round's configuration and the client's neighbours.
+
+    With pinned keys (``signed``) a sixth field carries the aggregator's signature over its
+    end-to-end key (``peer_sum``: the target's, so the relaying server cannot swap it; empty
+    when the server itself aggregates and has no such key).
+    """
 
     clients: tuple[str, ...]
     neighbours: tuple[str, ...]
@@ -76,57 +81,66 @@ class AdvertiseRequest:
     degree: int
     length: int
     aggregator_key: bytes = b""
+    aggregator_sig: bytes = b""
 
-    def encode(self) -> bytes:
+    def encode(self, *, signed: bool = False) -> bytes:
         return length_prefixed(
             struct.pack("<B", PROTOCOL_VERSION),
             encode_ids(self.clients),
             encode_ids(self.neighbours),
             struct.pack("<IIQ", self.threshold, self.degree, self.length),
             self.aggregator_key,
+            *((self.aggregator_sig,) if signed else ()),
         )
 
     @classmethod
-    def decode(cls, data: bytes) -> AdvertiseRequest:
-        v, clients, nbrs, nums, agg = _unpack(data, 5, "advertise request")
+    def decode(cls, data: bytes, *, signed: bool = False) -> AdvertiseRequest:
+        v, clients, nbrs, nums, agg, *sig = _unpack(data, 6 if signed else 5, "advertise request")
         if v != struct.pack("<B", PROTOCOL_VERSION):
             raise CodecError(f"advertise request: unsupported protocol version {v!r}")
         if len(nums) != 16:
             raise CodecError("advertise request: bad numeric fields")
         t, k, m = struct.unpack("<IIQ", nums)
-        return cls(decode_ids(clients), decode_ids(nbrs), t, k, m, agg)
+        return cls(decode_ids(clients), decode_ids(nbrs), t, k, m, agg, *sig)
 
 
 @dataclass(frozen=True)
 class PeerKeys:
-    """A client's advertised public keys (``sign`` empty without signatures)."""
+    """A client's advertised public keys (``sign`` empty without signatures).
+
+    ``key_sig`` (pinned keys only) is the client's signature, under its pinned key, over its
+    per-call keys (:func:`~securefg.protocol.secure_sum.pinned.key_message`); it travels only
+    in ``signed`` encodings, so the unpinned wire format is unchanged.
+    """
 
     pid: str
     c_pk: bytes
     s_pk: bytes
     sign_pk: bytes = b""
+    key_sig: bytes = b""
 
-    def row(self) -> tuple[bytes, ...]:
-        return (self.pid.encode(), self.c_pk, self.s_pk, self.sign_pk)
+    def row(self, *, signed: bool = False) -> tuple[bytes, ...]:
+        base = (self.pid.encode(), self.c_pk, self.s_pk, self.sign_pk)
+        return (*base, self.key_sig) if signed else base
 
 
-def encode_keys(keys: PeerKeys) -> bytes:
+def encode_keys(keys: PeerKeys, *, signed: bool = False) -> bytes:
     """Client -> aggregator (AdvertiseKeys response): the client's own keys, without its id."""
-    return length_prefixed(keys.c_pk, keys.s_pk, keys.sign_pk)
+    return length_prefixed(keys.c_pk, keys.s_pk, keys.sign_pk, *((keys.key_sig,) if signed else ()))
 
 
-def decode_keys(pid: str, data: bytes) -> PeerKeys:
-    c, s, g = _unpack(data, 3, "advertised keys")
-    return PeerKeys(pid, c, s, g)
+def decode_keys(pid: str, data: bytes, *, signed: bool = False) -> PeerKeys:
+    return PeerKeys(pid, *_unpack(data, 4 if signed else 3, "advertised keys"))
 
 
-def encode_peer_keys(peers: Sequence[PeerKeys]) -> bytes:
+def encode_peer_keys(peers: Sequence[PeerKeys], *, signed: bool = False) -> bytes:
     """Aggregator -> client (ShareKeys request): the live neighbours' keys."""
-    return _table([p.row() for p in peers])
+    return _table([p.row(signed=signed) for p in peers])
 
 
-def decode_peer_keys(data: bytes) -> list[PeerKeys]:
-    return [PeerKeys(_text(r[0], "peer keys"), r[1], r[2], r[3]) for r in _parse_table(data, 4, "peer keys")]
+def decode_peer_keys(data: bytes, *, signed: bool = False) -> list[PeerKeys]:
+    width = 5 if signed else 4
+    return [PeerKeys(_text(r[0], "peer keys"), *r[1:]) for r in _parse_table(data, width, "peer keys")]
 
 
 def encode_addressed(items: Sequence[tuple[str, bytes]]) -> bytes:

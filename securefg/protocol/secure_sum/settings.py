@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from securefg.errors import ConfigError, InvalidInputError, OverflowRiskError
+from securefg.protocol.secure_sum import pinned, range_check
 from securefg.protocol.secure_sum.harary import choose_parameters, effective_degree, resolve_threshold
 from securefg.protocol.secure_sum.prg import MAX_RING_BITS, Prg
 from securefg.protocol.secure_sum.quantize import MIN_RING_BITS, Quantizer
@@ -37,6 +38,8 @@ DEFAULTS: Mapping[str, Any] = {
     "signatures": False,
     "prg": "aes128-ctr",
     "relay_sum": False,
+    "pinned_keys": None,
+    "norm_bound": None,
 }
 
 
@@ -82,7 +85,7 @@ def validate(params: Mapping[str, Any]) -> list[str]:
             problems.append(f"{flag!r} must be true or false, got {p[flag]!r}")
     if p["prg"] not in {g.value for g in Prg}:
         problems.append(f"'prg' must be one of {sorted(g.value for g in Prg)}, got {p['prg']!r}")
-    return problems
+    return problems + pinned.validate(p) + range_check.validate(p)
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,10 @@ class Settings:
     signatures: bool = False
     prg: Prg = Prg.AES128_CTR
     relay_sum: bool = False
+    pinned_keys: str | None = None
+    """Malicious-server mode: ``"run"`` or a directory file (:mod:`.pinned`)."""
+    norm_bound: float | None = None
+    """Per-client L2 bound, checked by each client and on the sum (:mod:`.range_check`)."""
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> Settings:
@@ -119,6 +126,8 @@ class Settings:
             signatures=bool(p["signatures"]),
             prg=Prg(p["prg"]),
             relay_sum=bool(p["relay_sum"]),
+            pinned_keys=p["pinned_keys"],
+            norm_bound=None if p["norm_bound"] is None else float(p["norm_bound"]),
         )
 
     def graph(self, n: int) -> tuple[int, int]:
