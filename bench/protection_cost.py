@@ -18,8 +18,18 @@ paper setting). ``--quick`` uses 3 rounds and smaller models. The last lines are
 ``max_round_ratio`` over the secure-sum stacks (every method but FED-PUB, whose stack is CKKS)
 comes last.
 
-Not yet measured here (issue 42): the split of protected time by mechanism stage, the
-deployment's critical path, and the raw-TenSEAL floor of the CKKS stacks.
+Where the time goes: every step of the later rounds is timed per party
+(:class:`~securefg.federation.program.step_clock.StepClock`), so each method also prints the
+protected run's split by stage (``<tag> <stage or action>``: each client's seconds inside the
+step, summed; the slowest client's; the server's own seconds after the step's replies) and the
+deployment's critical path beside the in-process wall time (per step the slowest client plus the
+server: what a run with every client on its own core would take, network aside).
+
+For the CKKS stack (FED-PUB) the same process also times raw TenSEAL doing the round's CKKS
+operations on vectors of the same sizes with the same parameters (``bench/ckks_floor.py``), right
+after each later round, and prints ``ckks_floor_ratio_fedpub``: the protected round's extra
+seconds over plaintext's, divided by that floor (so everything protection adds beyond the bare
+CKKS operations counts against us: envelopes, wrappers, the shuffle).
 """
 
 from __future__ import annotations
@@ -68,25 +78,91 @@ def build(method: str, protocol: str | None, rounds: int, seed: int, data_root: 
     return InProcessRun(m, fed, rounds=cfg.rounds), fed, cfg.rounds, stack.name
 
 
+class KeptLayouts(dict):  # type: ignore[type-arg]
+    """The server's layout table, remembering every entry after the exchange pops it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.kept: dict[tuple[str, int], dict[str, str]] = {}
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        entry = super().setdefault(key, default)
+        self.kept[key] = entry
+        return entry
+
+
+def layout_sizes(run: Any, round: int) -> dict[str, int]:
+    """Tag -> values each client contributed in ``round`` (from the layouts clients reported)."""
+    from securefg.federation.flatten import layout_from_text
+
+    out: dict[str, int] = {}
+    for (tag, r), by_party in run.parties.server.layouts.kept.items():
+        if r == round and by_party:
+            out[tag] = layout_from_text(next(iter(by_party.values()))).size
+    return out
+
+
+def ckks_floor(method: str, runs: dict[str, Any], round: int) -> Any:
+    """Raw TenSEAL doing ``method``'s CKKS work of one round (same sizes, same parameters)."""
+    from ckks_floor import fedpub_floor
+
+    from securefg.protocol.mechanism import ExchangeKind
+
+    if method != "fedpub":
+        raise ValueError(f"no CKKS floor for {method!r}")
+    run, fed = runs["protected"][0], runs["protected"][1]
+    sizes = {**layout_sizes(runs["plaintext"][0], round), **layout_sizes(run, round)}
+    preset = fed.stack.resolve("fedpub/weights", ExchangeKind.PERSONALIZED_AGGREGATE).mechanism.keys.preset
+    return fedpub_floor(clients=len(run.clients), weights=sizes["fedpub/weights"], embedding=sizes["fedpub/embedding"],
+                        metrics=sizes["fedpub/metrics"], weights_preset=preset, seed=round)
+
+
 def measure(method: str, rounds: int, seed: int, data_root: str | None, quick: bool) -> dict[str, Any]:
-    """Both runs of ``method``, interleaved; per-round seconds, setup seconds and bytes."""
+    """Both runs of ``method``, interleaved; per-round seconds, setup seconds, bytes, the
+    later rounds' per-stage clocks and (CKKS stacks) the raw-TenSEAL floor after each later round."""
+    from securefg.federation.program.step_clock import StepClock
+
     runs = {name: build(method, proto, rounds, seed, data_root, quick) for name, proto in
             (("protected", None), ("plaintext", "plaintext"))}
-    out: dict[str, Any] = {name: {"rounds": [], "setup": 0.0, "stack": r[3]} for name, r in runs.items()}
+    out: dict[str, Any] = {name: {"rounds": [], "setup": 0.0, "stack": r[3], "critical": []} for name, r in runs.items()}
     for name, (run, _, _, _) in runs.items():
         t0 = time.perf_counter()
         run.prepare()
         out[name]["setup"] = time.perf_counter() - t0
+        out[name]["clock"] = run.parties.server.clock = StepClock()
+        run.parties.server.layouts = KeptLayouts()
     n = min(r[2] for r in runs.values())
+    floors = []
     for r in range(n):
         for name, (run, _, _, _) in runs.items():
+            clock = out[name]["clock"]
+            if r == 1:
+                clock.reset()  # round 0 (key setup, first allocations) is reported apart
+            before = clock.critical_path
+            clock.start()
             t0 = time.perf_counter()
             run.play_round(r)
             out[name]["rounds"].append(time.perf_counter() - t0)
+            clock.stop()
+            out[name]["critical"].append(clock.critical_path - (0.0 if r == 1 else before))
+        if r >= 1 and method in CKKS_STACKS:
+            floors.append(ckks_floor(method, runs, r))
     for name, (run, fed, _, _) in runs.items():
         out[name]["bytes"] = fed.transcript.summary()["bytes_total"]
         out[name]["test"] = run.row(n - 1).get("mean_test")
+    out["floors"] = floors
+    out["later_rounds"] = max(n - 1, 1)
     return out
+
+
+def stage_table(clock: Any, rounds: int) -> list[str]:
+    """The protected run's seconds per round by stage: clients summed, slowest client, server."""
+    rows = sorted(clock.stages.items(), key=lambda kv: -(kv[1].clients_total + kv[1].server))
+    lines = [f"    {'stage':44s} {'steps':>5s} {'clients':>8s} {'slowest':>8s} {'server':>8s}  (s per round)"]
+    for name, st in rows:
+        lines.append(f"    {name[:44]:44s} {st.steps / rounds:5.1f} {st.clients_total / rounds:8.3f} "
+                     f"{st.clients_slowest / rounds:8.3f} {st.server / rounds:8.3f}")
+    return lines
 
 
 def main() -> None:
@@ -105,11 +181,23 @@ def main() -> None:
         # CeFGC is one-shot (one round): compare it whole; the others after their warm-up round
         later = slice(1, None) if len(prot["rounds"]) > 1 else slice(None)
         rp, rq = statistics.median(prot["rounds"][later]), statistics.median(plain["rounds"][later])
+        cp, cq = statistics.median(prot["critical"][later]), statistics.median(plain["critical"][later])
         figures[f"round_ratio_{method}"] = rp / rq
         figures[f"bytes_ratio_{method}"] = prot["bytes"] / max(plain["bytes"], 1)
+        figures[f"critical_path_ratio_{method}"] = cp / cq
         print(f"{method}: {prot['stack']} vs plaintext | round 0 {prot['rounds'][0]:.2f} / {plain['rounds'][0]:.2f} s | "
-              f"later rounds median {rp:.3f} / {rq:.3f} s | setup phase {prot['setup']:.2f} / {plain['setup']:.2f} s | "
+              f"later rounds median {rp:.3f} / {rq:.3f} s in process, critical path {cp:.3f} / {cq:.3f} s | "
+              f"setup phase {prot['setup']:.2f} / {plain['setup']:.2f} s | "
               f"bytes {prot['bytes']:,} / {plain['bytes']:,} | mean test {prot['test']} / {plain['test']}", flush=True)
+        print("\n".join(stage_table(prot["clock"], res["later_rounds"])), flush=True)
+        if res["floors"]:
+            from ckks_floor import describe
+
+            floor = statistics.median(f.total for f in res["floors"])
+            figures[f"ckks_floor_ratio_{method}"] = (rp - rq) / floor
+            print(f"  raw-TenSEAL floor of the round's CKKS work: median {floor:.3f} s "
+                  f"(protected - plaintext = {rp - rq:.3f} s); operations of the last floor run:", flush=True)
+            print("\n".join(describe(res["floors"][-1])), flush=True)
     secure = [figures[f"round_ratio_{m}"] for m in a.methods if m not in CKKS_STACKS]
     for key, value in figures.items():
         print(f"{key}={value:.2f}")

@@ -217,12 +217,13 @@ class NodeCKKS:
         self._encrypt_to_server(tag, round, ExchangeKind.AGGREGATE, lambda preset: vector)
 
     def _encrypt_to_server(self, tag: str, round: int, kind: ExchangeKind,
-                           prepare: Callable[[Any], torch.Tensor]) -> None:
-        """Install this call's keys, encrypt ``prepare(preset)`` and upload it to the server."""
+                           prepare: Callable[[Any], torch.Tensor], *, window: bool = False) -> None:
+        """Install this call's keys, encrypt ``prepare(preset)`` (``window``: for inner products)
+        and upload it to the server."""
         pid = self.rt.party.pid
         keys, call = self.keys.call(tag, round, kind)
         self.keys.install(keys, call)
-        ct = keys.context_of(call, pid).encrypt(prepare(keys.preset))
+        ct = keys.context_of(call, pid).encrypt(prepare(keys.preset), window=window)
         self.rt.transport.send(Envelope(pid, (SERVER,), round, tag, ct.to_bytes(), stage=Stage.UPLOAD,
                                         form=Form.CIPHERTEXT))
 
@@ -233,7 +234,7 @@ class NodeCKKS:
             raise InvalidInputError(f"{pid} has no input prepared for similarity {step.tag!r} round {step.round}")
         raw, metric = self.similarity_inputs.pop(key), str(step.info.get("metric", "cosine"))
         self._encrypt_to_server(step.tag, step.round, ExchangeKind.SIMILARITY,
-                                lambda preset: prepare_input(raw, metric, preset, pid))
+                                lambda preset: prepare_input(raw, metric, preset, pid), window=True)
 
     def _on_relay_upload(self, step: Step) -> None:
         pid, key = self.rt.party.pid, (step.tag, step.round)

@@ -14,6 +14,7 @@ step has no stage) stops answering from that step on, as a process that died wou
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -23,6 +24,7 @@ from securefg.federation.party_transport import PartyTransport
 from securefg.federation.program.client_runtime import ClientRuntime
 from securefg.federation.program.server_runtime import ServerRuntime, StepError
 from securefg.federation.program.step import Step
+from securefg.federation.program.step_clock import StepClock, step_name
 from securefg.federation.transcript import Transcript
 
 
@@ -35,13 +37,27 @@ class InProcessServerRuntime(ServerRuntime):
         offline (set[str]): Parties that never answer. (default: none)
         drop_at (dict[str, set[str]]): Stage (or action) -> parties that stop answering there.
             (default: none)
+        clock (StepClock, optional): Records each party's seconds per step (benches' critical
+            path). (default: none)
     """
 
     nodes: dict[str, ClientRuntime] = field(default_factory=dict)
     offline: set[str] = field(default_factory=set)
     drop_at: dict[str, set[str]] = field(default_factory=dict)
+    clock: StepClock | None = None
 
     def exchange_steps(self, requests: Mapping[str, Step]) -> dict[str, Step | StepError]:
+        if self.clock is None:
+            return self._answer_all(requests, None)
+        first = next(iter(requests.values()))
+        name = step_name(action=first.action, tag=first.tag, stage=first.stage)
+        self.clock.step_started(name)
+        seconds: dict[str, float] = {}
+        out = self._answer_all(requests, seconds)
+        self.clock.step_answered(name, seconds)
+        return out
+
+    def _answer_all(self, requests: Mapping[str, Step], seconds: dict[str, float] | None) -> dict[str, Step | StepError]:
         out: dict[str, Step | StepError] = {}
         for pid in sorted(requests):  # a fixed order: one seed, one run
             req = requests[pid]
@@ -52,7 +68,10 @@ class InProcessServerRuntime(ServerRuntime):
                 self.offline.add(pid)
                 out[pid] = StepError(f"dropped out at {req.stage or req.action}")
                 continue
+            t0 = time.perf_counter()
             out[pid] = self.nodes[pid].answer(req)
+            if seconds is not None:
+                seconds[pid] = time.perf_counter() - t0
         return out
 
 

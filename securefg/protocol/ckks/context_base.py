@@ -66,9 +66,11 @@ class CKKSContextBase:
         """Whether this context holds no secret key."""
         raise NotImplementedError
 
-    def encrypt(self, vector: torch.Tensor) -> EncryptedVector:
-        """Encrypt a 1-D tensor with the public key, packed into ``ceil(len / slots)`` ciphertexts."""
-        return EncryptedVector._encrypt(self._ctx, vector, self.slots)
+    def encrypt(self, vector: torch.Tensor, *, window: bool = False) -> EncryptedVector:
+        """Encrypt a 1-D tensor with the public key, packed into ``ceil(len / slots)`` ciphertexts
+        (``window``: a short vector for inner products goes into one chunk of the next power of two
+        slots, which ``dot`` sums with fewer rotations)."""
+        return EncryptedVector._encrypt(self._ctx, vector, self.slots, window=window)
 
     def encrypt_zeros(self, length: int, *, chunk_size: int | None = None) -> EncryptedVector:
         """A fresh encryption of zeros (for rerandomization), chunked like a vector of ``length``."""

@@ -9,9 +9,11 @@ server with the key holder):
    ``c = 2**((headroom - 4) // 2)`` (256 at N=8192) is a public constant that lifts the products
    far above the additive rotation noise (error ~3e-11 instead of ~2e-6 on a cosine).
    The server learns sizes only.
+   Vectors of at most N/2 values are encrypted *windowed* (one chunk of the next power of two
+   slots), so the server's rotate-and-sum takes ``log2`` of that many rotations, not of N/2.
 3. The server computes, for every unordered pair {a, b} (diagonal included), ``Enc(<u_a, u_b>)``:
-   a ciphertext product, a full rotate-and-sum (chunks are full-slot, so every slot holds the
-   whole sum, never a partial one), and a one-hot mask that zeroes every slot but the first.
+   a ciphertext product, a rotate-and-sum over the window (slot 0 holds the whole sum, the
+   others partial window sums) and a one-hot mask that zeroes every slot but the first.
    It shuffles the pair order with a CSPRNG permutation and sends the ciphertexts to the key holder.
 4. The key holder decrypts N(N+1)/2 scalars, divides by c^2, floods them
    (:mod:`~securefg.protocol.ckks.output_noise`) and returns them (``Form.AGGREGATE``).
@@ -130,7 +132,7 @@ def encrypted_similarity(
     holder = keys.ensure(call, encryptors=senders, decryptors=(), galois=True)
 
     prepared = {p: prepare_input(inputs[p], metric, preset, p) for p in senders}  # each as its owner
-    uploads = dict(upload_encrypted(call, keys, prepared))
+    uploads = dict(upload_encrypted(call, keys, prepared, window=True))
 
     # --- server: all pairwise products, masked, in a secret random order
     pairs, perm, request = pair_products(uploads, senders)

@@ -24,6 +24,7 @@ def upload_encrypted(
     vectors: Mapping[str, torch.Tensor],
     *,
     stage: str = Stage.UPLOAD,
+    window: bool = False,
 ) -> Iterator[tuple[str, EncryptedVector]]:
     """Each online client encrypts its vector and sends it; yields what the server parsed.
 
@@ -32,6 +33,7 @@ def upload_encrypted(
         keys (CKKSKeySetup): Key roles (every sender must already hold a context).
         vectors (Mapping[str, torch.Tensor]): Client id -> 1-D float64 vector (same length).
         stage (str): Envelope stage. (default: ``"ckks/upload"``)
+        window (bool): Encrypt each (short) vector windowed, for inner products. (default: ``False``)
 
     Yields:
         (sender, EncryptedVector linked to the server's PublicContext), in sorted sender order.
@@ -45,7 +47,7 @@ def upload_encrypted(
         if pid in call.transport.offline:
             continue
         # --- as client `pid`
-        ct = keys.context_of(call, pid).encrypt(vectors[pid])
+        ct = keys.context_of(call, pid).encrypt(vectors[pid], window=window)
         call.transport.send(
             Envelope(pid, (call.server,), call.round, call.tag, ct.to_bytes(), stage=stage, form=Form.CIPHERTEXT)
         )

@@ -152,3 +152,26 @@ def test_ciphertext_from_another_preset_is_rejected(public: PublicContext) -> No
     deep = SecretContext.generate(resolve_preset({"preset": "deep"}))
     with pytest.raises(CodecError, match="chunk size 8192 does not match this context"):
         public.load(deep.encrypt(_vector(10)).to_bytes())
+
+
+@pytest.mark.parametrize("n", [1, 7, 8, 300])
+def test_windowed_vectors_dot_to_the_same_scalar_with_a_small_chunk(secret: SecretContext, n: int) -> None:
+    public = secret.public_context(galois=True)
+    a, b = _vector(n, seed=1), _vector(n, seed=2)
+    ea, eb = public.encrypt(a, window=True), public.encrypt(b, window=True)
+    assert ea.num_chunks == 1 and ea.chunk_size == max(2, 1 << (n - 1).bit_length()) < PRESET.slots
+    loaded = public.load(ea.to_bytes(), expected_length=n)  # the wire keeps the window
+    assert loaded.chunk_size == ea.chunk_size
+    got = secret.decrypt(secret.load(loaded.dot(eb).to_bytes(), expected_length=1))
+    assert got.shape == (1,) and abs(float(got[0]) - float(a @ b)) < 1e-4
+    full = secret.decrypt(public.encrypt(a).dot(public.encrypt(b)))
+    assert abs(float(full[0]) - float(got[0])) < 1e-4
+
+
+def test_a_window_that_does_not_fit_the_length_is_refused(public: PublicContext) -> None:
+    data = bytearray(public.encrypt(_vector(7), window=True).to_bytes())  # window 8 for 7 values
+    data[13:17] = struct.pack("<I", 16)  # claims 16 slots: not the window of 7 values
+    with pytest.raises(CodecError, match="chunk size 16 does not match"):
+        public.load(bytes(data))
+    with pytest.raises(CodecError, match="chunk size"):  # a window never spans several chunks
+        public.load(public.encrypt(_vector(PRESET.slots + 1), window=True).to_bytes()[:13] + struct.pack("<II", 8, 2))
