@@ -17,8 +17,28 @@ class ConfigError(SecureFGError, ValueError):
     """A configuration file or option is invalid (unknown name, impossible combination)."""
 
 
-class DatasetNotFoundError(SecureFGError, FileNotFoundError):
+class DatasetError(SecureFGError):
+    """A dataset could not be loaded: its files are missing, corrupt or unsafe to read."""
+
+
+class DatasetNotFoundError(DatasetError, FileNotFoundError):
     """A dataset's raw files are missing and cannot be downloaded (offline)."""
+
+
+class DatasetFileError(DatasetError, ValueError):
+    """A dataset file is truncated or malformed; ``path`` names it so it can be replaced."""
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class UnsafeDataFileError(DatasetFileError):
+    """A dataset file names code or objects outside the reader's allow-list; refused unread.
+
+    E.g. a pickled ``ind.cora.x`` whose stream calls ``os.system``: the unpickler raises this
+    when it meets the global, so the call never happens.
+    """
 
 
 class InvalidInputError(SecureFGError, ValueError):

@@ -20,8 +20,8 @@ def read_named_toml(path_or_name: str | os.PathLike[str], folder: Path, kind: st
     """Parse ``path_or_name`` (a file, or a bare name looked up as ``folder/<name>.toml``).
 
     Raises:
-        ConfigError: The file does not exist (the message lists the shipped names) or is
-            not valid TOML.
+        ConfigError: The file does not exist (the message lists the shipped names), cannot
+            be read, or is not valid UTF-8 or TOML.
     """
     path = Path(path_or_name)
     if not path.suffix and not path.exists():
@@ -30,7 +30,13 @@ def read_named_toml(path_or_name: str | os.PathLike[str], folder: Path, kind: st
         shipped = sorted(p.stem for p in folder.glob("*.toml"))
         raise ConfigError(f"{kind} {str(path_or_name)!r} not found; shipped {kind}s: {shipped}")
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8")), path
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not valid UTF-8 (byte {exc.start}); save the {kind} as UTF-8 text") from exc
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
+    try:
+        return tomllib.loads(text), path
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
 

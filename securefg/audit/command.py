@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import replace
-from pathlib import Path
 
 from securefg.audit.exit_codes import AuditExit, help_text
 from securefg.errors import ConfigError
@@ -23,10 +22,11 @@ def run_audit(args: argparse.Namespace) -> int:
     from securefg.audit.auditor import audit
     from securefg.audit.render import fmt, write_report
     from securefg.audit.threat_model import ThreatModel
+    from securefg.commands.out_dir import check_out_dir
     from securefg.commands.run_cmd import config_from_args
 
-    out = Path(args.out)
     try:
+        out = check_out_dir(args.out)
         tm = ThreatModel.load(args.threat_model)
         cfg = config_from_args(args)
         cfg = replace(cfg, out=None)

@@ -98,8 +98,10 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from securefg.commands.out_dir import check_out_dir
     from securefg.experiment import run_experiment
 
+    check_out_dir(args.out)  # before the run, not after it: --out "" or a file fails here
     cfg = config_from_args(args)
     if getattr(args, "backend", "inprocess") == "flower":
         from securefg.integrations.flower.launcher import run_flower_experiment

@@ -1,7 +1,8 @@
 """Node-classification datasets through PyG's own classes, offline-first.
 
 All loads go through :func:`securefg.data.root.open_with_pyg`, which copies the raw files to a
-writable work directory first, so the shared root is never written.
+writable work directory first, so the shared root is never written. Planetoid's raw files are
+pickles, read by :class:`~securefg.data.safe_planetoid.SafePlanetoid`'s allow-list unpickler.
 """
 
 from __future__ import annotations
@@ -16,18 +17,18 @@ from torch_geometric.datasets import (
     Amazon,
     Coauthor,
     HeterophilousGraphDataset,
-    Planetoid,
     WikipediaNetwork,
 )
 
 from securefg.data.catalog import DatasetSpec, get_spec
 from securefg.data.root import open_with_pyg
+from securefg.data.safe_planetoid import SafePlanetoid
 
 
 def _build(spec: DatasetSpec, work: Path) -> InMemoryDataset:
     root = str(work)
     if spec.family == "planetoid":
-        return Planetoid(root, spec.name)
+        return SafePlanetoid(root, spec.name)  # raw files are pickles: read through an allow-list
     if spec.family == "amazon":
         return Amazon(root, spec.name)
     if spec.family == "coauthor":

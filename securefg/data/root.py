@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from securefg.data.catalog import DatasetSpec, get_spec
-from securefg.errors import DatasetNotFoundError
+from securefg.data.safe_processed import check_processed, strict_pyg_loads
+from securefg.errors import DatasetFileError, DatasetNotFoundError, SecureFGError, UnsafeDataFileError
 
 try:  # POSIX advisory locks; elsewhere concurrent first loads of one dataset are not serialised
     import fcntl
@@ -181,26 +182,58 @@ def dataset_lock(work: Path, name: str) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def unreadable_error(spec: DatasetSpec, root: Path, exc: Exception) -> DatasetFileError:
+    """Build the error for complete raw files that PyG could not parse, naming the file if known."""
+    raw = root / spec.raw_dir
+    where = getattr(exc, "filename", None) or f"a file in {raw}"
+    first = str(exc).splitlines()[0] if str(exc) else ""
+    if "allow_pickle" in first:  # numpy refused an object array inside an .npz
+        return UnsafeDataFileError(
+            f"Dataset {spec.name!r}: refused {where}: it holds pickled objects (nothing was run); "
+            f"replace it with the original", path=str(where),
+        )
+    return DatasetFileError(
+        f"Dataset {spec.name!r}: could not read {where} ({type(exc).__name__}: {first}); a raw file is "
+        f"truncated or corrupt: replace it with the original ({', '.join(spec.raw_files)})",
+        path=str(where),
+    )
+
+
 def open_with_pyg(name: str, root: str | os.PathLike[str] | None, *, build: Callable[[Path], T]) -> T:
     """Prepare the work copy, then let ``build(work_root)`` construct the PyG dataset.
 
     If raw files were missing, PyG tries to download them; any failure of that attempt is
-    raised as :class:`~securefg.errors.DatasetNotFoundError` naming the expected files. Errors
-    with complete raw files (a corrupt file, say) propagate unchanged.
+    raised as :class:`~securefg.errors.DatasetNotFoundError` naming the expected files. With
+    complete raw files, a failure to parse them (a truncated file, say) is raised as
+    :class:`~securefg.errors.DatasetFileError`. Processed files are read with
+    ``weights_only=True`` only (:mod:`securefg.data.safe_processed`).
 
     Args:
         name (str): Dataset name.
         root (str or Path, optional): Data root; see :func:`resolve_root`.
         build (Callable[[Path], T]): Constructs the PyG dataset from the work root.
+
+    Raises:
+        DatasetNotFoundError: Raw files missing and not downloadable.
+        UnsafeDataFileError: A raw or processed file names code outside the readers' allow-lists.
+        DatasetFileError: A raw or processed file is truncated or corrupt.
     """
     spec = get_spec(name)
     src_root = resolve_root(root)
     with dataset_lock(work_root(src_root), spec.name):
         work = prepare(spec.name, src_root)
         missing = [f for f in missing_raw_files(spec, src_root) if not (work / spec.raw_dir / f).is_file()]
-        if not missing:
-            return build(work)
+        check_processed((work / spec.raw_dir).parent / "processed")
         try:
-            return build(work)
-        except Exception as exc:  # PyG raises URLError, OSError, fsspec or aiohttp errors
-            raise not_found_error(spec, src_root, missing, cause=exc) from exc
+            with strict_pyg_loads():
+                return build(work)
+        except DatasetFileError as exc:  # name the file in the data root, not in the work copy
+            copy, source = str(work / spec.raw_dir), str(src_root / spec.raw_dir)
+            path = exc.path.replace(copy, source) if exc.path else None
+            raise type(exc)(str(exc).replace(copy, source), path=path) from exc
+        except SecureFGError:
+            raise
+        except Exception as exc:  # PyG raises URLError, OSError, fsspec or aiohttp errors; parsers ValueError, ...
+            if missing:
+                raise not_found_error(spec, src_root, missing, cause=exc) from exc
+            raise unreadable_error(spec, src_root, exc) from exc

@@ -26,6 +26,7 @@ from securefg.errors import CodecError
 MAGIC = b"SFGT"
 VERSION = 1
 MAX_NDIM = 8
+MAX_DIM = 2**31  # no dimension of a tensor under the 2 GiB cap is longer (an empty one could claim 2^64)
 DEFAULT_MAX_BYTES = 2**31  # 2 GiB: a sanity cap, callers pass tighter limits
 
 _DTYPES: dict[int, tuple[np.dtype, torch.dtype]] = {
@@ -170,6 +171,8 @@ def decode_tensors(
         if ndim > MAX_NDIM:
             raise CodecError(f"{name!r}: {ndim} dims exceed the limit of {MAX_NDIM}")
         shape = r.unpack(f"<{ndim}Q", f"{name!r} shape")
+        if any(d > MAX_DIM for d in shape):
+            raise CodecError(f"{name!r}: shape {tuple(shape)} has a dimension above the limit of {MAX_DIM}")
         (nbytes,) = r.unpack("<Q", f"{name!r} size")
         np_dtype, _ = _DTYPES[code]
         expected = math.prod(shape) * np_dtype.itemsize
@@ -178,7 +181,10 @@ def decode_tensors(
                 f"{name!r}: declares {nbytes} bytes but shape {tuple(shape)} needs {expected}"
             )
         buf = r.take(nbytes, f"{name!r} data")
-        arr = np.frombuffer(buf, dtype=np_dtype).reshape(shape).copy()
+        try:  # numpy also refuses shapes whose element count overflows, even when empty
+            arr = np.frombuffer(buf, dtype=np_dtype).reshape(shape).copy()
+        except ValueError as exc:
+            raise CodecError(f"{name!r}: shape {tuple(shape)} cannot be built ({exc})") from exc
         t = torch.from_numpy(arr)
         if code == _CODE_OF[torch.bfloat16]:
             t = t.view(torch.int16).view(torch.bfloat16)
