@@ -47,7 +47,8 @@ def prepare(cfg: Any, tm: ThreatModel, out_dir: Path) -> Any:
 
 def run_summary(result: dict[str, Any]) -> dict[str, Any]:
     metrics = {k: v for k, v in result.get("metrics", {}).items() if k != "per_client" and not isinstance(v, dict)}
-    out = {"protocol": result["protocol"], "protocol_source": result.get("protocol_source"), "metrics": metrics,
+    out = {"protocol": result["protocol"], "protocol_source": result.get("protocol_source"), "stack": result.get("stack"),
+           "failed_protections": list(result.get("failed_protections", [])), "metrics": metrics,
            "bytes_total": result.get("bytes_total"), "envelopes": result.get("envelopes"),
            "communication_rounds": result.get("communication_rounds"), "wall_seconds": result.get("wall_seconds")}
     if "privacy" in result:
@@ -103,6 +104,8 @@ def audit(cfg: Any, tm: ThreatModel, out_dir: Path) -> AuditReport:
         "plaintext_protocol": summaries[PLAINTEXT]["protocol"], "options": dict(cfg.options),
         "protected_run": summaries["protected"], "plaintext_run": summaries[PLAINTEXT],
         "stack_description": summaries["_description"]["stack_description"],
+        "stack": summaries["protected"]["stack"],
+        "failed_protections": summaries["protected"]["failed_protections"],
     }
     code = decide(exceeded=any(e.passed is False for e in entries), errors=any(e.status == "error" for e in entries),
                   ran=any(e.status == "ran" for e in entries))

@@ -60,8 +60,10 @@ TRANSFORM_CANNOT = {
 
 
 def protections(stack: ProtocolStack, tags: list[str], method: str = "") -> list[dict[str, Any]]:
-    """For each tag of a run: its mechanism and transforms, what they protect, their limits and
-    what ``method`` releases to the receiver by design (:mod:`securefg.audit.disclosures`)."""
+    """For each tag of a run: its mechanism and transforms, what they protect, their limits,
+    what ``method`` releases to the receiver by design (:mod:`securefg.audit.disclosures`) and
+    the protections its binding voids and the stack waives with ``unsafe``
+    (:mod:`securefg.protocol.guarantees`)."""
     out = []
     for tag in tags:
         try:
@@ -74,9 +76,11 @@ def protections(stack: ProtocolStack, tags: list[str], method: str = "") -> list
             transforms.append({"name": t.name, "params": dict(t.params),
                                "limits": TRANSFORM_CANNOT.get(t.name, "see the transform's documentation")})
             transform_class(t.name)  # validates the name
+        failed = [f.to_json() for f in stack.failed_protections if f.tag == b.pattern]
         out.append({"tag": tag, "mechanism": b.mechanism, "protects": mcls.protects or "(not declared)",
                     "cannot": CANNOT.get(b.mechanism, "see the mechanism's documentation"), "transforms": transforms,
-                    "by_design": " ".join(t for t in (by_design(method, tag), by_mechanism(b.mechanism)) if t)})
+                    "by_design": " ".join(t for t in (by_design(method, tag), by_mechanism(b.mechanism)) if t),
+                    "failed_protections": failed})
     return out
 
 

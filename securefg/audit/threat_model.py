@@ -31,7 +31,7 @@ import enum
 import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -201,6 +201,34 @@ class ThreatModel:
             "attacks": [{"key": a.key, "attack": a.attack, "metric": a.metric, "budget": a.budget,
                          "params": dict(a.params)} for a in self.attacks],
         }
+
+    def secure_sum_defences(self, protections: Iterable[Mapping[str, Any]]) -> tuple[str, ...]:
+        """What stands against this adversary in the run's secure sums, one line per sum tag.
+
+        Against malicious clients: the range check in force (``none``, ``norm_bound`` or
+        ``proof``, :class:`~securefg.protocol.secure_sum.range_check.RangeCheck`; a proof is
+        never active). Against a malicious server: whether keys are pinned (the malicious-server
+        mode, :mod:`~securefg.protocol.secure_sum.pinned`). Nothing for an honest-but-curious one.
+
+        Args:
+            protections (Iterable[Mapping[str, Any]]): :func:`~securefg.audit.protections.protections` entries.
+        """
+        if self.adversary.behaviour is not Behaviour.MALICIOUS:
+            return ()
+        out = []
+        for p in protections:
+            if "range_check" not in p:
+                continue
+            if self.adversary.clients:
+                out.append(f"Malicious clients against {p['mechanism']} tag {p['tag']!r}: range check "
+                           f"{p['range_check']}" + ("" if p["range_check"] != "none" else
+                                                    " (a malicious client can shift or wrap the sum at will)"))
+            if self.adversary.includes_server:
+                pinned = p["pinned_keys"]
+                out.append(f"Malicious server against {p['mechanism']} tag {p['tag']!r}: " + (
+                    f"keys pinned ({pinned}); key substitution and survivor-list equivocation are refused"
+                    if pinned != "none" else "keys not pinned: it can substitute keys and open an input"))
+        return tuple(out)
 
     def __repr__(self) -> str:
         return f"ThreatModel({self.name!r}, adversary={self.adversary.describe()!r}, attacks={len(self.attacks)})"

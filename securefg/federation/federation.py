@@ -8,6 +8,7 @@ from securefg.federation.exchange import Exchange
 from securefg.federation.party import SERVER, Party, client_id
 from securefg.federation.transcript import Transcript
 from securefg.federation.transport import InProcessTransport
+from securefg.protocol.secure_sum.pinned import provision_run, uses_run_directory
 from securefg.protocol.stack import ProtocolStack
 
 
@@ -39,6 +40,8 @@ class Federation:
         self.transport = InProcessTransport(ids, transcript=self.transcript)
         self.stack = stack
         self.exchange = Exchange(transport=self.transport, stack=stack, parties=self.parties, seed=seed)
+        if uses_run_directory(stack):  # secure sums' pinned_keys = "run": made here, as the channel keys are
+            provision_run(self.parties)
 
     @property
     def server(self) -> Party:

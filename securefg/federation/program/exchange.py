@@ -47,7 +47,7 @@ from securefg.protocol.robust.subgroups import check_sizes, grouping_seed, parti
 from securefg.protocol.secure_sum import server as ss_server
 from securefg.protocol.secure_sum.client import AdvertiseKeys, ClientStage
 from securefg.protocol.secure_sum.constants import Stage
-from securefg.protocol.secure_sum.context import AggregatorContext, CallInfo, ClientContext
+from securefg.protocol.secure_sum.context import AggregatorContext, CallInfo, ClientContext, party_info
 from securefg.protocol.secure_sum.harary import harary_graph
 from securefg.protocol.secure_sum.mechanism import SecureSum
 from securefg.protocol.secure_sum.route import Route
@@ -216,7 +216,8 @@ class ServerExchange:
         """``SecureSum._protocol``'s aggregator side, one step per stage."""
         rt = self.rt
         route = Route(rt.transport, relay=SERVER, aggregator=SERVER, round=self.round, tag=tag)  # type: ignore[arg-type]
-        call_info = CallInfo(rt.transport.session, self.round, tag, mech.settings, route)
+        call_info, _ = party_info(CallInfo(rt.transport.session, self.round, tag, mech.settings, route),
+                                  rt.party.state, SERVER)
         members = tuple(sorted(clients))
         degree, threshold = mech.settings.graph(len(members))
         ctx = AggregatorContext(
@@ -351,8 +352,9 @@ class ClientExchange:
         route = Route(self.rt.transport, relay=SERVER, aggregator=SERVER, round=step.round, tag=step.tag)  # type: ignore[arg-type]
 
         def begin() -> ClientStage:
-            info = CallInfo(self.rt.transport.session, step.round, step.tag, mech.settings, route)
-            return AdvertiseKeys(ClientContext(pid, info, self._input(step)))
+            info, identity = party_info(CallInfo(self.rt.transport.session, step.round, step.tag, mech.settings, route),
+                                        self.rt.party.state, pid)
+            return AdvertiseKeys(ClientContext(pid, info, self._input(step), identity=identity))
 
         if advance_client_stage(self.calls, key, pid, step, route, begin):
             del self.pending[key]

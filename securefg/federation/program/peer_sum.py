@@ -41,7 +41,7 @@ from securefg.protocol.mechanism import ExchangeKind
 from securefg.protocol.secure_sum import server as ss_server
 from securefg.protocol.secure_sum.client import AdvertiseKeys, ClientStage
 from securefg.protocol.secure_sum.constants import Stage
-from securefg.protocol.secure_sum.context import AggregatorContext, CallInfo, ClientContext
+from securefg.protocol.secure_sum.context import AggregatorContext, CallInfo, ClientContext, party_info
 from securefg.protocol.secure_sum.harary import harary_graph
 from securefg.protocol.secure_sum.mechanism import SecureSum
 from securefg.protocol.secure_sum.relay_sum import forward_sum
@@ -224,8 +224,9 @@ class PeerSumHalf:
         def begin() -> ClientStage:
             if key not in self.pending:
                 raise InvalidInputError(f"{pid} has no input prepared for {step.tag!r} to {target} round {step.round}")
-            info = CallInfo(self.rt.transport.session, step.round, step.tag, mech.settings, route)
-            return AdvertiseKeys(ClientContext(pid, info, self.pending.pop(key).numpy()))
+            info, identity = party_info(CallInfo(self.rt.transport.session, step.round, step.tag, mech.settings, route),
+                                        self.rt.party.state, pid)
+            return AdvertiseKeys(ClientContext(pid, info, self.pending.pop(key).numpy(), identity=identity))
 
         advance_client_stage(self.calls, key, pid, step, route, begin)
 
@@ -234,13 +235,14 @@ class PeerSumHalf:
         pid, key = self.rt.party.pid, (step.tag, step.round)
         if step.stage == BEGIN:
             route = self._route(step, mech, pid)
-            info = CallInfo(self.rt.transport.session, step.round, step.tag, mech.settings, route)
+            info, identity = party_info(CallInfo(self.rt.transport.session, step.round, step.tag, mech.settings, route),
+                                        self.rt.party.state, pid)
             degree, threshold = mech.settings.graph(len(peers))
             ctx = AggregatorContext(
                 pid=pid, info=info, clients=peers,
                 graph=harary_graph(peers, degree) if len(peers) > 1 else {c: frozenset() for c in peers},
                 degree=degree, threshold=threshold, length=layout.size,
-                quantizer=mech.settings.quantizer(len(peers)), e2e_sk=X25519PrivateKey.generate(),
+                quantizer=mech.settings.quantizer(len(peers)), e2e_sk=X25519PrivateKey.generate(), identity=identity,
             )
             self.aggregators[key] = (ss_server.begin(ctx, set(peers)), ctx)
             return None

@@ -46,7 +46,7 @@ from securefg.protocol.secure_sum.blind import BlindSum
 from securefg.protocol.secure_sum.blinded_result import BlindedResult, unblind
 from securefg.protocol.secure_sum.client import AdvertiseKeys, ClientStage
 from securefg.protocol.secure_sum.constants import Stage
-from securefg.protocol.secure_sum.context import AggregatorContext, CallInfo, ClientContext
+from securefg.protocol.secure_sum.context import AggregatorContext, CallInfo, ClientContext, party_info
 from securefg.protocol.secure_sum.harary import harary_graph
 from securefg.protocol.secure_sum.mechanism import SecureSum
 from securefg.protocol.secure_sum.route import Route
@@ -121,13 +121,14 @@ def _secure(ex: Any, mech: SecureSum, tag: str, members: list[str], length: int,
     """SecAgg+ with the server as the aggregator (as ``ServerExchange._secure_sum``)."""
     rt = ex.rt
     route = Route(rt.transport, relay=SERVER, aggregator=SERVER, round=ex.round, tag=tag)  # type: ignore[arg-type]
-    call_info = CallInfo(rt.transport.session, ex.round, tag, mech.settings, route)
+    call_info, _ = party_info(CallInfo(rt.transport.session, ex.round, tag, mech.settings, route), rt.party.state, SERVER)
     clients = tuple(members)
     degree, threshold = mech.settings.graph(len(clients))
     ctx = AggregatorContext(
         pid=SERVER, info=call_info, clients=clients,
         graph=harary_graph(clients, degree) if len(clients) > 1 else {c: frozenset() for c in clients},
         degree=degree, threshold=threshold, length=length, quantizer=mech.settings.quantizer(len(clients)), e2e_sk=None,
+        blinded=bool(info.get("blind")),
     )
     agg: ss_server.ServerStage = ss_server.begin(ctx, set(clients))
     for stage in Stage.ordered(signatures=mech.settings.signatures):
@@ -249,8 +250,10 @@ class SharedSumHalf:
                 if k is not None:
                     blind = group_key.blinding_seed(k, session=self.rt.transport.session, round=step.round,
                                                     tag=step.tag, client=pid)
-            info = CallInfo(self.rt.transport.session, step.round, step.tag, mech.settings, route)
-            return AdvertiseKeys(ClientContext(pid, info, self.pending.pop(key).numpy(), blind_seed=blind))
+            info, identity = party_info(CallInfo(self.rt.transport.session, step.round, step.tag, mech.settings, route),
+                                        self.rt.party.state, pid)
+            return AdvertiseKeys(ClientContext(pid, info, self.pending.pop(key).numpy(), blind_seed=blind,
+                                               identity=identity))
 
         advance_client_stage(self.calls, key, pid, step, route, begin)
 

@@ -4,11 +4,17 @@ Nothing here is shared between hosts but public material:
 
 * **Channel keys.** Each site makes its own X25519 key pair (:func:`new_keys`,
   ``securefg keys new``): ``private.key`` (32 raw bytes, mode 0600, never leaves the site) and
-  ``public.json`` (``{"pid": ..., "public_key": hex}``), the only file it hands out.
+  ``public.json`` (``{"pid": ..., "public_key": hex, "signing_key": hex}``), the only file it
+  hands out. ``signing_key`` is the public half of the party's secure-sum signing key, derived
+  from ``private.key`` (:func:`~securefg.protocol.secure_sum.pinned.identity_from_channel_key`):
+  what secure sums pin under ``pinned_keys`` (the malicious-server mode).
 * **Directory.** The coordinator collects the ``public.json`` files into one directory file
-  (:func:`build_directory`, ``securefg keys directory``), ``{pid: hex}``; every party pins its
-  own copy. A party whose own key is not in it stops (:func:`pinned_transport`); the server
-  refuses a client that presents another key (:meth:`FlowerServerRuntime.connect`).
+  (:func:`build_directory`, ``securefg keys directory``), ``{pid: {"public_key": hex,
+  "signing_key": hex}}`` (a plain ``{pid: hex}`` from older key files still loads, without
+  signing keys); every party pins its own copy. A party whose own key is not in it stops
+  (:func:`check_pinned`); the server refuses a client that presents another key
+  (:meth:`FlowerServerRuntime.connect`); ``securefg party`` hands the signing keys to its
+  secure sums (:func:`load_signing_keys`).
 * **Run file.** A TOML file with the :class:`~securefg.experiment.RunConfig` fields and the
   run's session id in hex (:func:`write_run_file`, ``securefg config``); every party gets the
   same copy.
@@ -68,10 +74,15 @@ def new_keys(pid: str, out: Path, *, force: bool = False) -> Path:
     out = Path(out)
     if (out / PRIVATE_KEY).exists() and not force:
         raise ConfigError(f"{out / PRIVATE_KEY} exists; refusing to overwrite a party's key (pass --force)")
+    from securefg.protocol.secure_sum import pinned  # here: the package loads torch, a party's checks do not
+
     ident = ChannelIdentity(pid)
-    _write_private(out / PRIVATE_KEY, ident._private.private_bytes_raw())  # noqa: SLF001 - the one export, to its owner
+    raw = ident._private.private_bytes_raw()  # noqa: SLF001 - the one export, to its owner
+    _write_private(out / PRIVATE_KEY, raw)
     public = out / PUBLIC_KEY
-    public.write_text(json.dumps({"pid": pid, "public_key": ident.public_bytes.hex()}, indent=1) + "\n")
+    signing = pinned.public_of(pinned.identity_from_channel_key(raw))
+    public.write_text(json.dumps({"pid": pid, "public_key": ident.public_bytes.hex(), "signing_key": signing.hex()},
+                                 indent=1) + "\n")
     return public
 
 
@@ -85,22 +96,32 @@ def _hex_key(value: Any, where: str) -> bytes:
     return raw
 
 
-def read_public(path: Path) -> tuple[str, bytes]:
-    """``(pid, public key)`` from a ``public.json``.
-
-    Raises:
-        ConfigError: Missing, not JSON, or without a pid and a 32-byte hex key.
-    """
-    path = Path(path)
+def _read_public_json(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(Path(path).read_text())
     except FileNotFoundError as exc:
         raise ConfigError(f"{path}: no such public key file") from exc
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: not JSON: {exc}") from exc
     if not isinstance(data, dict) or not isinstance(data.get("pid"), str) or not data["pid"]:
         raise ConfigError(f"{path}: expected {{\"pid\": ..., \"public_key\": hex}}")
+    return data
+
+
+def read_public(path: Path) -> tuple[str, bytes]:
+    """``(pid, public key)`` from a ``public.json``.
+
+    Raises:
+        ConfigError: Missing, not JSON, or without a pid and a 32-byte hex key.
+    """
+    data = _read_public_json(path)
     return data["pid"], _hex_key(data.get("public_key"), str(path))
+
+
+def read_signing_public(path: Path) -> bytes | None:
+    """The secure-sum signing key of a ``public.json`` (``None`` in one made before them)."""
+    value = _read_public_json(path).get("signing_key")
+    return None if value is None else _hex_key(value, f"{path} [signing_key]")
 
 
 def load_identity(keys: Path, pid: str) -> ChannelIdentity:
@@ -135,13 +156,15 @@ def build_directory(public_files: Iterable[Path], out: Path) -> dict[str, str]:
     Raises:
         ConfigError: Two files for the same party (with different keys), or a malformed file.
     """
-    directory: dict[str, str] = {}
+    directory: dict[str, Any] = {}
     origin: dict[str, Path] = {}
     for path in public_files:
         pid, key = read_public(Path(path))
-        if pid in directory and directory[pid] != key.hex():
+        signing = read_signing_public(Path(path))
+        entry: Any = key.hex() if signing is None else {"public_key": key.hex(), "signing_key": signing.hex()}
+        if pid in directory and directory[pid] != entry:
             raise ConfigError(f"two different keys for {pid!r}: {origin[pid]} and {path}")
-        directory[pid], origin[pid] = key.hex(), Path(path)
+        directory[pid], origin[pid] = entry, Path(path)
     if not directory:
         raise ConfigError("a directory needs at least one public.json")
     Path(out).parent.mkdir(parents=True, exist_ok=True)
@@ -150,7 +173,8 @@ def build_directory(public_files: Iterable[Path], out: Path) -> dict[str, str]:
 
 
 def load_directory(path: Path) -> dict[str, bytes]:
-    """A pinned directory file as ``{pid: public key}``.
+    """A pinned directory file as ``{pid: public channel key}`` (entries ``hex`` or
+    ``{"public_key": hex, ...}``).
 
     Raises:
         ConfigError: Missing, not JSON, or a key that is not 32 bytes of hex.
@@ -165,7 +189,39 @@ def load_directory(path: Path) -> dict[str, bytes]:
         raise ConfigError(f"{path}: not JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected {{pid: hex public key}}")
-    return {str(pid): _hex_key(v, f"{path} [{pid}]") for pid, v in data.items()}
+    return {str(pid): _hex_key(v.get("public_key") if isinstance(v, dict) else v, f"{path} [{pid}]")
+            for pid, v in data.items()}
+
+
+def load_signing_keys(path: Path) -> Any:
+    """The secure-sum signing keys a directory file pins, as
+    :class:`~securefg.protocol.secure_sum.pinned.PinnedKeys` (``None`` if it holds none).
+
+    Raises:
+        ConfigError: A malformed signing key.
+    """
+    from securefg.protocol.secure_sum import pinned
+
+    keys = pinned.signing_keys_in(path)
+    return pinned.PinnedKeys(keys, str(path)) if keys else None
+
+
+def signing_seed(keys: Path) -> bytes:
+    """This party's secure-sum signing seed, derived from its own ``private.key`` (never written).
+
+    Raises:
+        ConfigError: No (or a malformed) ``private.key`` in ``keys``.
+    """
+    path = Path(keys) / PRIVATE_KEY
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise ConfigError(f"{path}: no private key") from exc
+    if len(raw) != 32:
+        raise ConfigError(f"{path}: a private key is 32 raw bytes, got {len(raw)}")
+    from securefg.protocol.secure_sum import pinned
+
+    return pinned.identity_from_channel_key(raw)
 
 
 def check_pinned(identity: ChannelIdentity, directory: Mapping[str, bytes], path: Path | str) -> None:

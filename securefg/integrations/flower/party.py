@@ -8,7 +8,8 @@ A party starts from its own files alone; no folder is shared between hosts:
   the run's session id), the same copy at every party;
 * ``--keys DIR``: its own key folder: ``private.key`` (its channel private key, mode 0600),
   ``public.json``, ``directory.json`` (the pinned public directory of every party; another file
-  with ``--directory``) and, for TLS, ``ca.pem`` (a client's pinned CA; ``--ca``) or the
+  with ``--directory``; its signing keys are what secure sums with ``pinned_keys = "run"``
+  pin) and, for TLS, ``ca.pem`` (a client's pinned CA; ``--ca``) or the
   server's ``ca.pem``, ``server.pem`` and ``server.key`` (``--certs DIR``);
 * ``--out DIR``: its own outputs: its transcript (what it sent), its per-round measurement (the
   experimenter's), and for the server ``server.json`` with what it learned (``server_view``).
@@ -95,11 +96,12 @@ def save_private_ledgers(out: Path, party: Party) -> None:
 def run_server(cfg: Any, transport: PartyTransport, address: str, out: Path, *,
                certificates: tuple[bytes, bytes, bytes] | None, connect_timeout: float,
                pinned: dict[str, bytes], directory_path: Path | str = "the directory",
-               parts: tuple[Any, Any, Any] | None = None) -> dict[str, Any]:
+               parts: tuple[Any, Any, Any] | None = None, signing: Any = None) -> dict[str, Any]:
     """The server party: host the gRPC fleet server, wait for every party, drive the run.
 
     Writes ``<out>/server.json`` (what the server learned, ``server_view``, and the run's
-    transport facts) and returns it.
+    transport facts) and returns it. ``signing``: the directory's secure-sum signing keys
+    (:func:`~securefg.integrations.flower.deploy.load_signing_keys`), if it has any.
 
     Raises:
         ConfigError: The pinned directory lacks a party of the run.
@@ -114,8 +116,11 @@ def run_server(cfg: Any, transport: PartyTransport, address: str, out: Path, *,
     from securefg.federation.program.driver import ServerProgram, party_stack
     from securefg.integrations.flower.grid import BidiGrid
     from securefg.integrations.flower.runtime import FlowerServerRuntime
+    from securefg.protocol.secure_sum.pinned import provision
 
     party = Party(SERVER)
+    if signing is not None:  # secure sums with pinned_keys = "run" verify the clients against it
+        provision(party.state, signing)
     cm = SimpleClientManager()
     # listen first: the parties connect (and wait) while every process builds the task
     server = start_grpc_server(client_manager=cm, server_address=address, certificates=certificates)
@@ -165,8 +170,11 @@ def run_server(cfg: Any, transport: PartyTransport, address: str, out: Path, *,
 
 
 def run_node(cfg: Any, transport: PartyTransport, address: str, out: Path, *,
-             root_certificates: bytes | None, connect_timeout: float, parts: tuple[Any, Any, Any] | None = None) -> None:
+             root_certificates: bytes | None, connect_timeout: float, parts: tuple[Any, Any, Any] | None = None,
+             signing: Any = None, signing_seed: bytes | None = None) -> None:
     """A client, or a helper party such as the ``keyholder`` (which runs mechanisms only).
+    ``signing`` and ``signing_seed``: the directory's secure-sum signing keys and this client's
+    own signing seed (what ``pinned_keys = "run"`` uses), if the directory has them.
 
     Raises:
         ConfigError: ``pid`` is neither a client nor a helper party of the run's method.
@@ -192,7 +200,11 @@ def run_node(cfg: Any, transport: PartyTransport, address: str, out: Path, *,
                           f"client/{method.num_clients - 1})")
     if not is_client(pid) and pid not in helpers:
         raise ConfigError(f"{pid!r} is neither a client nor a helper party of {method.name!r} (helpers: {list(helpers)})")
+    from securefg.protocol.secure_sum.pinned import provision
+
     party = Party(pid)
+    if signing is not None:
+        provision(party.state, signing, signing_seed)
     rt = ClientRuntime(transport, party, trace=party_file(out, pid, "steps"))
     # the node names itself and its channel key; the server compares the key with its pinned copy
     rt.on("hello", lambda step: {"pid": pid, "public_key": transport.public_key.hex()})
@@ -334,6 +346,24 @@ def add_party_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default=None, help="this site's device (overrides the run file's)")
 
 
+def _signing_keys(directory_path: Path, keys: Path, pid: str) -> tuple[Any, bytes | None]:
+    """The directory's secure-sum signing keys (what ``pinned_keys = "run"`` pins; ``None`` if it
+    has none) and, for a client, its own signing seed derived from its ``private.key``.
+
+    Raises:
+        AuthenticationError: The directory pins another signing key for this client.
+    """
+    from securefg.protocol.secure_sum.pinned import public_of
+
+    signing = deploy.load_signing_keys(directory_path)
+    seed = deploy.signing_seed(keys) if signing is not None and is_client(pid) else None
+    if seed is not None and signing.key_of(pid) != public_of(seed):
+        raise AuthenticationError(f"{directory_path}: the pinned directory holds no signing key, or another one, for "
+                                  f"{pid!r} than the one derived from {Path(keys) / deploy.PRIVATE_KEY}; hand in this "
+                                  "party's public.json again")
+    return signing, seed
+
+
 def run_party(a: argparse.Namespace, *, parts: tuple[Any, Any, Any] | None = None) -> int:
     """``securefg party``: check this party's files and reach the server (fast, before torch
     and the task are loaded), then run it. ``parts`` (configuration, method, stack) are what the
@@ -363,6 +393,7 @@ def run_party(a: argparse.Namespace, *, parts: tuple[Any, Any, Any] | None = Non
     if a.role != "server":
         deploy.wait_for_server(a.server, a.connect_timeout)
     cfg = deploy.run_config(options, a.config)
+    signing, seed = _signing_keys(directory_path, a.keys, pid)
     if a.checkpoint_every < 0:
         raise ConfigError(f"--checkpoint-every must be >= 0, got {a.checkpoint_every}")
     cfg = replace(cfg, resume=a.resume, checkpoint_every=a.checkpoint_every)
@@ -376,9 +407,10 @@ def run_party(a: argparse.Namespace, *, parts: tuple[Any, Any, Any] | None = Non
     out.mkdir(parents=True, exist_ok=True)
     if a.role == "server":
         run_server(cfg, transport, a.server, out, certificates=certs, connect_timeout=a.connect_timeout,
-                   pinned=directory, directory_path=directory_path, parts=parts)
+                   pinned=directory, directory_path=directory_path, parts=parts, signing=signing)
     else:
-        run_node(cfg, transport, a.server, out, root_certificates=ca, connect_timeout=a.connect_timeout, parts=parts)
+        run_node(cfg, transport, a.server, out, root_certificates=ca, connect_timeout=a.connect_timeout, parts=parts,
+                 signing=signing, signing_seed=seed)
     return 0
 
 

@@ -22,7 +22,8 @@ from securefg.federation.channel import length_prefixed, split_length_prefixed
 from securefg.protocol.secure_sum.constants import AbortReason
 from securefg.protocol.secure_sum.group_key import blinding_seed
 from securefg.protocol.secure_sum.packing import decode_packed, encode_packed
-from securefg.protocol.secure_sum.prg import MaskExpander, ring_dtype, ring_mask
+from securefg.protocol.secure_sum.prg import MAX_RING_BITS, MaskExpander, ring_dtype, ring_mask
+from securefg.protocol.secure_sum.range_check import check_sum
 from securefg.protocol.secure_sum.settings import Settings
 
 _HEADER = struct.Struct("<III")
@@ -47,12 +48,15 @@ class BlindedResult:
         """Parse a blinded result (lengths and sizes checked, no pickle).
 
         Raises:
-            CodecError: truncated, trailing bytes, or a vector of the wrong size.
+            CodecError: truncated, trailing bytes, a ring outside 2^1 .. 2^64, or a vector of
+                the wrong size.
         """
         (head, ids, packed), end = split_length_prefixed(data, 3)
         if end != len(data) or len(head) != _HEADER.size:
             raise CodecError("malformed blinded result")
         n, bits, length = _HEADER.unpack(head)
+        if not 1 <= bits <= MAX_RING_BITS:  # ring_dtype would raise InvalidInputError, not a codec error
+            raise CodecError(f"blinded result declares a ring of 2^{bits}; rings are 2^1 .. 2^{MAX_RING_BITS}")
         survivors = tuple(ids.decode("utf-8", errors="replace").split("\n")) if ids else ()
         return cls(n, bits, survivors, decode_packed(packed, bits=bits, length=length, dtype=ring_dtype(bits)))
 
@@ -64,6 +68,8 @@ def unblind(result: BlindedResult, *, key: bytes, settings: Settings, session: b
     Raises:
         InvalidClaimError: the server's claims (client count, ring, survivor list) do not match
             this call: an unknown or repeated survivor, fewer than two, or another ring.
+        ImplausibleSumError: with a ``norm_bound``, a sum its survivors cannot make within it
+            (the range check the aggregator cannot run on a blinded sum).
     """
     if len(set(result.survivors)) != len(result.survivors) or not set(result.survivors) <= set(clients):
         raise InvalidClaimError(f"{tag!r}: the blinded result lists unknown or repeated survivors "
@@ -79,4 +85,7 @@ def unblind(result: BlindedResult, *, key: bytes, settings: Settings, session: b
     expander = MaskExpander(settings.prg, result.bits)
     for u in result.survivors:
         expander.add_into(acc, blinding_seed(key, session=session, round=round, tag=tag, client=u), subtract=True)
-    return torch.from_numpy(quantizer.dequantize(acc))
+    total = quantizer.dequantize(acc)
+    check_sum(total, contributors=len(result.survivors), bound=settings.norm_bound, clip=settings.clip,
+              error=quantizer.error_bound(len(result.survivors)), tag=tag)
+    return torch.from_numpy(total)

@@ -9,7 +9,9 @@ state of earlier calls untouched. Secret keys are exported only through the expl
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -18,7 +20,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from securefg.protocol.secure_sum import crypto
 from securefg.protocol.secure_sum.constants import ClientDropReason, Domain, Stage
 from securefg.protocol.secure_sum.messages import PeerKeys
-from securefg.protocol.secure_sum.pinned import PinnedKeys
+from securefg.protocol.secure_sum.pinned import PinnedKeys, resolve
 from securefg.protocol.secure_sum.quantize import Quantizer
 from securefg.protocol.secure_sum.route import Delivery, Route
 from securefg.protocol.secure_sum.settings import Settings
@@ -43,6 +45,18 @@ class CallInfo:
     def bind(self, domain: Domain, *fields: str) -> bytes:
         """Length-prefixed binding of ``fields`` to this call (HKDF info, signed bytes)."""
         return crypto.binding(domain, self.session, self.round, self.tag, *fields)
+
+
+def party_info(info: CallInfo, state: Mapping[str, Any], pid: str) -> tuple[CallInfo, Ed25519PrivateKey | None]:
+    """``info`` as party ``pid`` holds it: with its own copy of the pinned directory (pinned keys
+    only), and its own signing key (a client's; ``None`` for the server).
+
+    Raises:
+        ConfigError: ``pinned_keys = "run"`` on a party given no directory.
+        AuthenticationError: The directory pins another key for ``pid`` than the one it holds.
+    """
+    keys, identity = resolve(info.settings, state, pid)
+    return (info if keys is None else replace(info, pinned=keys)), identity
 
 
 def _e2e(info: CallInfo, own: X25519PrivateKey, peer_pk: bytes, stage: Stage, sender: str, receiver: str):  # type: ignore[no-untyped-def]

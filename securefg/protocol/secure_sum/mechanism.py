@@ -32,8 +32,9 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from securefg.errors import InvalidInputError, UnexpectedMessageError
 from securefg.federation.envelope import Form
+from securefg.protocol.guarantees import Voided
 from securefg.protocol.mechanism import ExchangeCall, ExchangeKind, Mechanism, SumOutcome, register_mechanism
-from securefg.protocol.secure_sum import server
+from securefg.protocol.secure_sum import server, threshold_bound
 from securefg.protocol.secure_sum.client import AdvertiseKeys, ClientStage
 from securefg.protocol.secure_sum.constants import NAME, ClientDropReason, Stage
 from securefg.protocol.secure_sum.context import AggregatorContext, CallInfo, ClientContext
@@ -104,6 +105,11 @@ class SecureSum(Mechanism):
     def validate_params(cls, params: Mapping[str, Any]) -> list[str]:
         problems = super().validate_params(params)
         return problems + validate({k: v for k, v in params.items() if k in DEFAULTS})
+
+    @classmethod
+    def voided_guarantees(cls, params: Mapping[str, Any]) -> list[Voided]:
+        """A threshold an equivocating server can beat (:mod:`.threshold_bound`)."""
+        return threshold_bound.voided({**DEFAULTS, **params})
 
     def run_aggregate(self, call: ExchangeCall, inputs: Mapping[str, torch.Tensor]) -> SumOutcome:
         agg = self._run(call, call.server, inputs)

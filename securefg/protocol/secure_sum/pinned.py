@@ -132,12 +132,12 @@ def public_of(seed: bytes) -> bytes:
     return Ed25519PrivateKey.from_private_bytes(seed).public_key().public_bytes_raw()
 
 
-def read_directory(path: str | Path) -> PinnedKeys:
+def signing_keys_in(path: str | Path) -> dict[str, bytes]:
     """The signing keys of a directory file: ``{pid: {"public_key": hex, "signing_key": hex}}``
-    (``securefg keys directory``); parties listed without a signing key are not pinned.
+    (``securefg keys directory``); parties listed without a signing key are left out.
 
     Raises:
-        ConfigError: Missing file, not JSON, a malformed key, or no signing key at all.
+        ConfigError: Missing file, not JSON, or a malformed key.
     """
     path = Path(path)
     try:
@@ -146,6 +146,8 @@ def read_directory(path: str | Path) -> PinnedKeys:
         raise ConfigError(f"pinned_keys: no such directory file {path}") from exc
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"pinned_keys: {path} is not JSON: {exc}") from exc
+    except (OSError, ValueError) as exc:  # a folder, an unreadable file, a name the OS refuses
+        raise ConfigError(f"pinned_keys: cannot read the directory file {path}: {exc}") from exc
     if not isinstance(data, dict):
         raise ConfigError(f"pinned_keys: {path} must map party ids to keys")
     keys = {}
@@ -153,10 +155,23 @@ def read_directory(path: str | Path) -> PinnedKeys:
         value = entry.get("signing_key") if isinstance(entry, dict) else None
         if value is None:
             continue
-        raw = bytes.fromhex(value) if isinstance(value, str) and len(value) == 2 * KEY_BYTES else b""
+        try:
+            raw = bytes.fromhex(value) if isinstance(value, str) else b""
+        except ValueError:
+            raw = b""
         if len(raw) != KEY_BYTES:
             raise ConfigError(f"pinned_keys: {path} [{pid}]: a signing key must be 64 hex digits, got {value!r}")
         keys[str(pid)] = raw
+    return keys
+
+
+def read_directory(path: str | Path) -> PinnedKeys:
+    """:func:`signing_keys_in` as pinned keys.
+
+    Raises:
+        ConfigError: As :func:`signing_keys_in`, or a file without any signing key.
+    """
+    keys = signing_keys_in(path)
     if not keys:
         raise ConfigError(f"pinned_keys: {path} holds no signing keys (a directory from before pinned keys: make "
                           "each party's public.json again with securefg keys new --force, then securefg keys directory)")

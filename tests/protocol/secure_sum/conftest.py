@@ -6,7 +6,7 @@ Deterministic helpers live here only; production code never sees them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -22,6 +22,7 @@ from securefg.protocol.secure_sum.client import AdvertiseKeys, ClientStage
 from securefg.protocol.secure_sum.constants import Stage
 from securefg.protocol.secure_sum.context import CallInfo, ClientContext
 from securefg.protocol.secure_sum.messages import AdvertiseRequest, PeerKeys, decode_keys, encode_peer_keys
+from securefg.protocol.secure_sum.pinned import provision_run, resolve
 from securefg.protocol.secure_sum.route import Delivery, Route
 from securefg.protocol.secure_sum.settings import Settings
 
@@ -56,7 +57,10 @@ def world() -> World:
 
 
 class Harness:
-    """Plays an (honest or lying) server against real client stages, one message at a time."""
+    """Plays an (honest or lying) server against real client stages, one message at a time.
+
+    With ``pinned_keys = "run"`` in ``params`` every party is provisioned with the run's pinned
+    directory first (as a Federation does) and each client gets its own signing key."""
 
     def __init__(self, n: int = 5, *, m: int = 8, **params: Any) -> None:
         self.world = World(n)
@@ -64,9 +68,17 @@ class Harness:
         self.settings = Settings.from_params(params)
         self.route = Route(self.world.transport, relay="server", aggregator="server", round=0, tag="t")
         self.info = CallInfo(self.world.transport.session, 0, "t", self.settings, self.route)
+        self.pinned = self.settings.pinned_keys is not None
+        identities: dict[str, Any] = {c: None for c in self.clients}
+        if self.pinned:
+            provision_run(self.world.parties)
+            for c in self.clients:
+                keys, identities[c] = resolve(self.settings, self.world.parties[c].state, c)
+            self.info = replace(self.info, pinned=keys)
         self.degree, self.threshold = self.settings.graph(n)
         self.m = m
-        self.contexts = {c: ClientContext(c, self.info, np.linspace(-1, 1, m)) for c in self.clients}
+        self.contexts = {c: ClientContext(c, self.info, np.linspace(-1, 1, m), identity=identities[c])
+                         for c in self.clients}
         self.stages: dict[str, ClientStage] = {c: AdvertiseKeys(self.contexts[c]) for c in self.clients}
         self.keys: dict[str, PeerKeys] = {}
 
@@ -89,17 +101,17 @@ class Harness:
             "threshold": self.threshold, "degree": self.degree, "length": self.m,
         }
         fields.update(overrides)
-        return AdvertiseRequest(**fields).encode()
+        return AdvertiseRequest(**fields).encode(signed=self.pinned)
 
     def advertise(self) -> None:
         """Run AdvertiseKeys honestly for every client (complete graph)."""
         for c in self.clients:
             self.deliver(c, Stage.ADVERTISE_KEYS, self.config(c))
-        self.keys = {pid: decode_keys(pid, p) for pid, p in self.replies(Stage.ADVERTISE_KEYS).items()}
+        self.keys = {pid: decode_keys(pid, p, signed=self.pinned) for pid, p in self.replies(Stage.ADVERTISE_KEYS).items()}
 
     def peer_keys(self, pid: str, peers: list[str] | None = None) -> bytes:
         peers = [c for c in self.clients if c != pid] if peers is None else peers
-        return encode_peer_keys([self.keys[p] for p in peers])
+        return encode_peer_keys([self.keys[p] for p in peers], signed=self.pinned)
 
     def share(self) -> dict[str, dict[str, bytes]]:
         """Run ShareKeys honestly; return each client's bundle ``{receiver: ciphertext}``."""

@@ -115,7 +115,7 @@ def test_exchange_shared_sum_names_tensors_and_refuses_central_noise() -> None:
 def test_distributed_noise_on_a_shared_sum_reaches_every_client_equally_and_is_accounted() -> None:
     dp = {"name": "dp_gaussian", "mode": "distributed", "noise_multiplier": 2.0, "clip": 1.0, "secure_rng": False}
     fed = build_federation(4, {"s": {"mechanism": "blind_sum", "params": {**PARAMS, "clip": 64.0},
-                                     "transforms": [dp]}})
+                                     "transforms": [dp], "unsafe": "seeded DP noise: deterministic test"}})
     inputs = {c: {"a": torch.zeros(2000)} for c in fed.clients}
     got = fed.exchange.shared_sum("s", inputs)
     first = got["client/0"]["a"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import ClassVar
 
-from securefg.errors import InvalidClaimError, UnexpectedMessageError
+from securefg.errors import ForgedClaimError, InvalidClaimError, UnexpectedMessageError
 from securefg.protocol.secure_sum.constants import AbortReason, Stage
 from securefg.protocol.secure_sum.context import ClientContext
 from securefg.protocol.secure_sum.route import Delivery
@@ -50,6 +50,10 @@ class ClientStage:
     def refuse(self, reason: AbortReason, detail: str) -> InvalidClaimError:
         """The error a client raises when it refuses a server claim."""
         return InvalidClaimError(f"{self.ctx.pid} aborts: {detail} ({reason.value})", reason=reason)
+
+    def forged(self, error: type[ForgedClaimError], reason: AbortReason, claim: str, detail: str) -> ForgedClaimError:
+        """The error a client raises when a claim fails the pinned-key checks; ``claim`` names it."""
+        return error(f"{self.ctx.pid} aborts: {claim} {detail} ({reason.value})", reason=reason, claim=claim)
 
     def check_ids(self, ids: Iterable[str], *, allowed: Iterable[str], what: str) -> set[str]:
         """Refuse duplicates and ids outside ``allowed``; return the ids as a set."""

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import os
 
-from securefg.errors import CodecError
+from securefg.errors import CodecError, KeySubstitutionError
 from securefg.protocol.secure_sum import crypto, shamir
 from securefg.protocol.secure_sum.client.base import ClientStage
 from securefg.protocol.secure_sum.client.masked_input import MaskedInput
 from securefg.protocol.secure_sum.constants import AbortReason, Domain, Stage
 from securefg.protocol.secure_sum.messages import (
+    PeerKeys,
     decode_peer_keys,
     encode_addressed,
     encode_share_plaintext,
 )
+from securefg.protocol.secure_sum.pinned import key_message
 from securefg.protocol.secure_sum.prg import SEED_BYTES
 
 
@@ -26,7 +28,10 @@ class ShareKeys(ClientStage):
     receiver as associated data.
 
     Refuses a list that repeats a peer, names a non-neighbour or this client, has fewer than
-    ``t`` peers, or reuses a key (this client's own, or another peer's).
+    ``t`` peers, or reuses a key (this client's own, or another peer's). With pinned keys it
+    first refuses (:class:`KeySubstitutionError`) a peer whose keys are not signed by the peer's
+    pinned key over this call and *this client's* client list: a key the server substituted,
+    or a peer the server showed another client list.
     """
 
     expects = Stage.SHARE_KEYS
@@ -34,8 +39,9 @@ class ShareKeys(ClientStage):
     def on_message(self, payload: bytes) -> ClientStage:
         ctx = self.ctx
         assert ctx.own_keys is not None and ctx.c_sk is not None and ctx.s_sk is not None
+        pinned = ctx.info.pinned
         try:
-            peers = decode_peer_keys(payload)
+            peers = decode_peer_keys(payload, signed=pinned is not None)
         except CodecError as exc:
             raise self.refuse(AbortReason.MALFORMED_CLAIM, f"unreadable peer keys: {exc}") from exc
         ids = [p.pid for p in peers]
@@ -51,6 +57,8 @@ class ShareKeys(ClientStage):
             if len(p.c_pk) != crypto.KEY_BYTES or len(p.s_pk) != crypto.KEY_BYTES:
                 raise self.refuse(AbortReason.MALFORMED_CLAIM, f"{p.pid!r} has a malformed public key")
             seen += [p.c_pk, p.s_pk]
+            if pinned is not None:
+                self._check_pinned(p)
         if len(set(seen)) != len(seen):
             raise self.refuse(AbortReason.DUPLICATE_KEY, "two parties advertise the same public key")
         ctx.peers = {p.pid: p for p in peers}
@@ -73,3 +81,14 @@ class ShareKeys(ClientStage):
             rows.append((pid, crypto.seal(aead, ad, plain)))
         ctx.send(Stage.SHARE_KEYS, encode_addressed(rows))
         return MaskedInput(ctx)
+
+    def _check_pinned(self, p: PeerKeys) -> None:
+        ctx = self.ctx
+        assert ctx.info.pinned is not None
+        if p.sign_pk != ctx.info.pinned.key_of(p.pid):
+            raise self.forged(KeySubstitutionError, AbortReason.KEY_SUBSTITUTION, f"the signing key of {p.pid!r}",
+                              "is not its pinned key")
+        if not ctx.info.pinned.verify(p.pid, p.key_sig, key_message(ctx.info, p.pid, ctx.clients, p.c_pk, p.s_pk)):
+            raise self.forged(KeySubstitutionError, AbortReason.KEY_SUBSTITUTION, f"the keys of {p.pid!r}",
+                              "are not signed by its pinned key over this call and client list (keys the server "
+                              "substituted, or it showed that client another client list)")

@@ -10,11 +10,12 @@ from __future__ import annotations
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from securefg.errors import CodecError
+from securefg.errors import CodecError, EquivocationError
 from securefg.protocol.secure_sum import shamir
 from securefg.protocol.secure_sum.client.base import ClientStage, Done
-from securefg.protocol.secure_sum.constants import AbortReason, Domain, ShareKind, Stage
+from securefg.protocol.secure_sum.constants import AbortReason, ShareKind, Stage
 from securefg.protocol.secure_sum.messages import UnmaskRequest, encode_unmask_shares
+from securefg.protocol.secure_sum.pinned import consistency_message, witnesses
 
 
 class Unmask(ClientStage):
@@ -24,7 +25,11 @@ class Unmask(ClientStage):
     client as dead, lists a client both dead and alive, lists as dead a peer whose shares this
     client never held (already dead earlier), leaves a held peer unaccounted for, has fewer than
     ``max(t, 2)`` survivors, or — with signatures — differs from the signed list or carries
-    fewer than ``t`` valid signatures.
+    fewer than ``t`` valid signatures. With pinned keys each of these signature failures is an
+    :class:`EquivocationError`, and the valid signers must also number more than
+    :func:`~securefg.protocol.secure_sum.pinned.witnesses` of the call's clients: then no other
+    survivor list can have gathered as many, unless more than ``adversarial_rate * n`` clients
+    signed both.
     """
 
     expects = Stage.UNMASK
@@ -67,14 +72,27 @@ class Unmask(ClientStage):
 
     def _check_signatures(self, req: UnmaskRequest, alive: set[str]) -> None:
         ctx = self.ctx
+        pinned = ctx.info.pinned is not None
         if alive != set(ctx.survivors):
+            if pinned:
+                raise self.forged(EquivocationError, AbortReason.EQUIVOCATION, "the survivor list",
+                                  "at Unmask differs from the one this client signed")
             raise self.refuse(AbortReason.BAD_SIGNATURES, "the survivor list differs from the one this client signed")
         signers = self.check_ids([pid for pid, _ in req.signatures], allowed=alive, what="the signer list")
-        message = ctx.info.bind(Domain.CONSISTENCY, *sorted(alive))
+        message = consistency_message(ctx.info, ctx.clients, sorted(alive))
         for pid, sig in req.signatures:
             try:
                 Ed25519PublicKey.from_public_bytes(ctx.survivor_sign_keys[pid]).verify(sig, message)
             except (InvalidSignature, ValueError) as exc:
+                if pinned:  # a pinned key's signature over other lists: the server showed it other lists
+                    raise self.forged(EquivocationError, AbortReason.EQUIVOCATION, f"the signature of {pid!r}",
+                                      "is not over the survivor and client lists this client signed (the server "
+                                      "showed that client other lists)") from exc
                 raise self.refuse(AbortReason.BAD_SIGNATURES, f"the signature of {pid!r} does not verify") from exc
-        if len(signers) < ctx.threshold:
+        need = max(ctx.threshold, witnesses(len(ctx.clients), ctx.info.settings.adversarial_rate))
+        if not pinned and len(signers) < ctx.threshold:
             raise self.refuse(AbortReason.BAD_SIGNATURES, f"{len(signers)} signatures, fewer than t = {ctx.threshold}")
+        if pinned and len(signers) < need:
+            raise self.forged(EquivocationError, AbortReason.EQUIVOCATION, "the survivor list",
+                              f"is vouched for by {len(signers)} of the {len(ctx.clients)} clients, fewer than "
+                              f"{need}: the server could be showing the others another list")

@@ -23,6 +23,7 @@ from securefg.protocol.secure_sum.constants import ClientDropReason, ShareKind, 
 from securefg.protocol.secure_sum.context import AggregatorContext
 from securefg.protocol.secure_sum.messages import UnmaskRequest, decode_unmask_shares
 from securefg.protocol.secure_sum.prg import MaskExpander
+from securefg.protocol.secure_sum.range_check import check_sum
 from securefg.protocol.secure_sum.server.base import ServerStage
 
 
@@ -40,7 +41,10 @@ def request_unmask(ctx: AggregatorContext, recipients: Iterable[str]) -> Unmask:
 class Unmask(ServerStage):
     """Checks that each response answers exactly what was asked (else
     ``INVALID_UNMASK_RESPONSE``), then unmasks; aborts when some secret has fewer than ``t``
-    shares. A reconstructed ``s_sk`` must match the advertised ``s_pk``."""
+    shares. A reconstructed ``s_sk`` must match the advertised ``s_pk``. With a ``norm_bound`` the
+    sum must be one its contributors could make within it
+    (:func:`~securefg.protocol.secure_sum.range_check.check_sum`; not under ``blind_sum``,
+    whose sum the aggregator cannot read)."""
 
     stage = Stage.UNMASK
 
@@ -89,7 +93,11 @@ class Unmask(ServerStage):
                     tag=ctx.info.tag, pair=(u, owner),
                 )
                 expander.add_into(total, seed, subtract=u < owner)
-        result = torch.from_numpy(ctx.quantizer.dequantize(total))
+        decoded = ctx.quantizer.dequantize(total)
+        if not ctx.blinded:
+            check_sum(decoded, contributors=len(alive), bound=settings.norm_bound, clip=settings.clip,
+                      error=ctx.quantizer.error_bound(len(alive)), tag=ctx.info.tag)
+        result = torch.from_numpy(decoded)
         return Completed(ctx, result, tuple(sorted(alive)), ring_total=total)
 
 
