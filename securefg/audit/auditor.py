@@ -109,7 +109,8 @@ def audit(cfg: Any, tm: ThreatModel, out_dir: Path) -> AuditReport:
     }
     code = decide(exceeded=any(e.passed is False for e in entries), errors=any(e.status == "error" for e in entries),
                   ran=any(e.status == "ran" for e in entries))
-    assumptions = (*tm.assumptions, *method_assumptions(cfg.method), *STANDARD_ASSUMPTIONS)
+    assumptions = (*tm.assumptions, *method_assumptions(cfg.method), *STANDARD_ASSUMPTIONS,
+                   *tm.secure_sum_defences(prot))
     return AuditReport(threat_model=tm.to_dict(), run=run, ledger=ledgers["protected"], plaintext_ledger=ledgers[PLAINTEXT],
                        attacks=tuple(entries), protections=tuple(prot), assumptions=assumptions, exit_code=int(code))
 

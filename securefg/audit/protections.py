@@ -12,6 +12,7 @@ from typing import Any
 from securefg.audit.disclosures import by_design, by_mechanism
 from securefg.errors import UnboundTagError
 from securefg.protocol.mechanism import mechanism_class, transform_class
+from securefg.protocol.secure_sum.range_check import RangeCheck, range_check_of
 from securefg.protocol.stack import ProtocolStack
 
 CANNOT = {
@@ -81,7 +82,30 @@ def protections(stack: ProtocolStack, tags: list[str], method: str = "") -> list
                     "cannot": CANNOT.get(b.mechanism, "see the mechanism's documentation"), "transforms": transforms,
                     "by_design": " ".join(t for t in (by_design(method, tag), by_mechanism(b.mechanism)) if t),
                     "failed_protections": failed})
+        out[-1].update(malicious_party_options(b.mechanism, dict(b.params)))
     return out
 
 
-__all__ = ["CANNOT", "TRANSFORM_CANNOT", "protections"]
+def malicious_party_options(mechanism: str, params: dict[str, Any]) -> dict[str, Any]:
+    """For a ``secure_sum`` / ``blind_sum`` binding: the range check against malicious clients
+    (``range_check``: none / norm_bound / proof) and the malicious-server mode (``pinned_keys``),
+    with the ``cannot`` text they change; nothing for other mechanisms."""
+    if mechanism not in ("secure_sum", "blind_sum"):
+        return {}
+    check, pinned = range_check_of(params), params.get("pinned_keys") or "none"
+    if check is RangeCheck.NORM_BOUND:
+        client = (f"Range check norm_bound = {params['norm_bound']}: each client refuses its own input beyond it and "
+                  "the receiver refuses a sum beyond n x the bound (a wrap or gross shift); a malicious input within "
+                  "the bound, or a shift aimed inside n x the bound, still enters the sum.")
+    else:
+        client = "Range check: none (no proof is implemented either); a malicious client can shift or wrap the sum."
+    server = ("Malicious server: keys pinned, key substitution and survivor-list equivocation are refused; it still "
+              "picks the cohort and can corrupt the sum." if pinned != "none" else
+              "Keys are not pinned: a malicious server can substitute keys and open an input (set pinned_keys).")
+    base = CANNOT[mechanism].replace("Masked inputs are not validated, so a malicious client's poisoned or scaled "
+                                     "input enters the sum unseen.", "").replace(
+        " As for secure_sum, masked inputs are not validated.", "")
+    return {"range_check": check.value, "pinned_keys": pinned, "cannot": f"{base.rstrip()} {client} {server}"}
+
+
+__all__ = ["CANNOT", "TRANSFORM_CANNOT", "malicious_party_options", "protections"]

@@ -37,7 +37,7 @@ from securefg.protocol.mechanism import ExchangeCall, ExchangeKind, Mechanism, S
 from securefg.protocol.secure_sum import server, threshold_bound
 from securefg.protocol.secure_sum.client import AdvertiseKeys, ClientStage
 from securefg.protocol.secure_sum.constants import NAME, ClientDropReason, Stage
-from securefg.protocol.secure_sum.context import AggregatorContext, CallInfo, ClientContext
+from securefg.protocol.secure_sum.context import AggregatorContext, CallInfo, ClientContext, party_info
 from securefg.protocol.secure_sum.harary import harary_graph
 from securefg.protocol.secure_sum.relay_sum import forward_sum
 from securefg.protocol.secure_sum.route import Route
@@ -89,6 +89,13 @@ class SecureSum(Mechanism):
             forwards one sum to the target (one vector down instead of n; the relay could then
             corrupt the sum undetected, see :mod:`~securefg.protocol.secure_sum.relay_sum`).
             (default: :obj:`False`)
+        pinned_keys (str, optional): Malicious-server mode (needs ``signatures = true``):
+            ``"run"`` (the run's own directory of client signing keys) or a directory file;
+            key substitution and survivor-list equivocation are then refused
+            (:mod:`~securefg.protocol.secure_sum.pinned`). (default: :obj:`None`)
+        norm_bound (float, optional): Per-client L2 bound on what is summed; clients refuse
+            inputs beyond it and the sum is checked (:mod:`~securefg.protocol.secure_sum.range_check`).
+            (default: :obj:`None`)
     """
 
     name = NAME
@@ -148,17 +155,21 @@ class SecureSum(Mechanism):
         route, key = info.route, (call.tag, call.round)
         clients = tuple(sorted(vectors))
         degree, threshold = self.settings.graph(len(clients))
+        agg_info, agg_identity = party_info(info, call.parties[route.aggregator].state, route.aggregator)
         ctx = AggregatorContext(
-            pid=route.aggregator, info=info, clients=clients,
+            pid=route.aggregator, info=agg_info, clients=clients,
             graph=harary_graph(clients, degree) if len(clients) > 1 else {c: frozenset() for c in clients},
             degree=degree, threshold=threshold, length=next(iter(vectors.values())).size,
             quantizer=self.settings.quantizer(len(clients)),
             e2e_sk=X25519PrivateKey.generate() if route.relayed else None,
+            identity=agg_identity if route.relayed else None, blinded=bool(blinds),
         )
         call.state_of(route.aggregator, NAME).setdefault("calls", {})[key] = ctx
         stages: dict[str, ClientStage] = {}
         for pid in clients:
-            stages[pid] = AdvertiseKeys(ClientContext(pid, info, vectors[pid], blind_seed=blinds.get(pid, b"")))
+            own_info, identity = party_info(info, call.parties[pid].state, pid)  # its own copy of the directory
+            stages[pid] = AdvertiseKeys(ClientContext(pid, own_info, vectors[pid], blind_seed=blinds.get(pid, b""),
+                                                      identity=identity))
             call.state_of(pid, NAME).setdefault("calls", {})[key] = stages[pid]
 
         gone = {pid for pid in clients if pid in call.transport.offline}
