@@ -2,7 +2,9 @@
 
 This is what ``securefg run`` calls, and what examples and benchmarks script against.
 The result contract (stable keys) is documented in the README: ``method, dataset, partition,
-clients, protocol, seed, rounds, metrics, bytes_total, bytes_by_tag, wall_seconds``.
+clients, protocol, seed, rounds, metrics, bytes_total, bytes_by_tag, wall_seconds``; ``stack``
+says which content ran under that name (:mod:`securefg.protocol.stack_identity`) and
+``failed_protections`` what the stack waived with ``unsafe`` (:mod:`securefg.protocol.guarantees`).
 """
 
 from __future__ import annotations
@@ -173,8 +175,15 @@ def build_result(
     extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The ``result.json`` object."""
+    from securefg.protocol.stack_identity import identify
+
     ts = fed.transcript.summary()
     privacy = _privacy(fed, stack)
+    failed = [f.to_json() for f in stack.failed_protections]
+    if privacy and any(f["protection"].startswith("dp_") for f in failed):
+        waived = sorted({f["protection"] for f in failed if f["protection"].startswith("dp_")})
+        note = f"the epsilon does NOT hold: the stack waives DP protection(s) {waived}; see failed_protections"
+        privacy["notes"] = [note, *privacy.get("notes", [])]
     res: dict[str, Any] = {
         "method": cfg.method,
         "dataset": cfg.dataset,
@@ -182,6 +191,8 @@ def build_result(
         "clients": len(fed.client_ids),
         "protocol": stack.name,
         "protocol_source": stack.source,
+        "stack": identify(stack).to_json(),
+        "failed_protections": failed,
         "seed": cfg.seed,
         "data_seed": data_seed_of(cfg),
         "rounds": cfg.rounds,

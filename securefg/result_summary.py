@@ -101,6 +101,26 @@ def config_label(config: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
+def stack_label(result: dict[str, Any]) -> str:
+    """What the stack name alone does not say, appended to the configuration label.
+
+    Empty for a shipped stack without waivers (and for results written before ``stack``
+    existed). A user stack gets ``stack=<name>@<sha256 prefix>``, so runs of different contents
+    never share a row, marked when its name borrows a shipped one; protections the stack waived
+    with ``unsafe`` are listed (:mod:`securefg.protocol.guarantees`).
+    """
+    record = result.get("stack") or {}
+    parts = []
+    if record.get("sha256") and not (record.get("shipped") and not record.get("name_shadows_shipped")):
+        parts.append(f"stack={record.get('name')}@{str(record['sha256'])[:12]}")
+        if record.get("name_shadows_shipped"):
+            parts.append("[NOT the shipped stack of that name]")
+    failed = sorted({str(f.get("protection")) for f in result.get("failed_protections") or ()})
+    if failed:
+        parts.append(f"[failed protections: {', '.join(failed)}]")
+    return "".join(f" {p}" for p in parts)
+
+
 def summarize(
     results: Sequence[dict[str, Any]], metric: str = "test_auc", sources: Sequence[str | Path] = ()
 ) -> list[dict[str, Any]]:
@@ -119,7 +139,7 @@ def summarize(
     for i, res in enumerate(results):
         where = str(sources[i]) if i < len(sources) else f"result #{i}"
         cfg, m = res["config"], res["metrics"]
-        label = config_label(cfg)
+        label = config_label(cfg) + stack_label(res)
         if metric not in m or not isinstance(m[metric], int | float):
             raise InvalidInputError(f"{where} ({label}, seed {cfg.get('seed')}) has no numeric metric {metric!r}")
         g = groups.setdefault(label, RunGroup(label))
@@ -160,4 +180,4 @@ def _std(xs: Sequence[float]) -> float:
     return statistics.stdev(xs) if len(xs) > 1 else 0.0
 
 
-__all__ = ["config_label", "find_results", "load_result", "summarize", "to_markdown"]
+__all__ = ["config_label", "find_results", "load_result", "stack_label", "summarize", "to_markdown"]

@@ -121,10 +121,15 @@ def derived_stack(
         "params": dict(params) if params is not None else ({} if mechanism else dict(cur["params"])),
         "transforms": [*cur["transforms"], *map(dict, add_transforms)],
     }
+    if "unsafe" in cur:  # the waiver travels with the binding it was written for
+        new["unsafe"] = cur["unsafe"]
     bindings[tag] = new
     name = f"{stack.name}+{label}"
     lines = [f"name = {_toml_value(name)}",
-             f"description = {_toml_value(f'{stack.name} with {tag!r} changed by the audit ({label})')}", ""]
+             f"description = {_toml_value(f'{stack.name} with {tag!r} changed by the audit ({label})')}"]
+    if stack.unsafe is not None:
+        lines.append(f"unsafe = {_toml_value(stack.unsafe)}")
+    lines.append("")
     for pattern, b in bindings.items():
         lines.append(f"[tags.{_toml_value(pattern)}]")
         lines.append(f"mechanism = {_toml_value(b['mechanism'])}")
@@ -132,6 +137,8 @@ def derived_stack(
             lines.append(f"params = {_toml_value(b['params'])}")
         if b["transforms"]:
             lines.append(f"transforms = {_toml_value(b['transforms'])}")
+        if "unsafe" in b:
+            lines.append(f"unsafe = {_toml_value(b['unsafe'])}")
         lines.append("")
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{name.replace('/', '_')}.toml"

@@ -14,6 +14,7 @@ from typing import Any
 from securefg.audit.exit_codes import help_text
 from securefg.audit.ledger import LedgerRow, clear_to, compress_parties, opened_by
 from securefg.audit.report import AttackEntry, AuditReport
+from securefg.audit.stack_notes import failed_cell, stack_lines
 
 
 def fmt(v: Any, digits: int = 3) -> str:
@@ -87,6 +88,7 @@ def render_markdown(report: AuditReport, plots: dict[str, str] | None = None) ->
                            (f"{sk.get('aux_graphs', 0):.0%} of the held-out graphs as public data", sk.get("aux_graphs"))) if v]
     L.append(f"- Side knowledge: {', '.join(know) if know else 'none beyond its view'}")
     L.append(f"- Audited stack: `{run['protocol']}`; baseline: `{run['plaintext_protocol']}` (same seed {run['seed']})")
+    L += stack_lines(run)
     L.append(f"- Run: {run.get('clients')} clients, partition {run.get('partition') or 'default'}, {run.get('rounds')} rounds"
              + (f", options {run['options']}" if run.get("options") else ""))
     pm, qm = run.get("protected_run", {}).get("metrics", {}), run.get("plaintext_run", {}).get("metrics", {})
@@ -150,7 +152,7 @@ def render_markdown(report: AuditReport, plots: dict[str, str] | None = None) ->
           "| tag | mechanism | protects | cannot protect |", "|---|---|---|---|"]
     for p in report.protections:
         tr = "".join(f" + `{t['name']}` ({t['limits']})" for t in p.get("transforms", []))
-        L.append(f"| `{p['tag']}` | `{p['mechanism']}`{tr} | {p['protects']} | {p['cannot']} |")
+        L.append(f"| `{p['tag']}` | `{p['mechanism']}`{tr} | {p['protects']} | {p['cannot']}{failed_cell(p)} |")
     released = [p for p in report.protections if p.get("by_design")]
     if released:
         L += ["", (f"Released by design in `{run.get('method')}`: outputs the receiver needs, which no mechanism "

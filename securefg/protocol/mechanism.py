@@ -29,6 +29,7 @@ import torch
 from securefg.errors import ConfigError
 from securefg.federation.party import SERVER, Party
 from securefg.federation.transport import InProcessTransport
+from securefg.protocol.guarantees import Voided
 
 
 class ExchangeKind(str, enum.Enum):
@@ -134,6 +135,16 @@ class Mechanism(abc.ABC):
             for k in sorted(unknown)
         ]
 
+    @classmethod
+    def voided_guarantees(cls, params: Mapping[str, Any]) -> list[Voided]:
+        """Valid settings in ``params`` that void what this mechanism protects (none by default).
+
+        The stack refuses each at load unless the binding is marked ``unsafe``
+        (:mod:`securefg.protocol.guarantees`). Called only on parameters that passed
+        :meth:`validate_params`.
+        """
+        return []
+
     # Each exchange kind; the base rejects what a mechanism does not implement.
     def run_broadcast(self, call: ExchangeCall, payload: bytes, receivers: Sequence[str]) -> dict[str, bytes]:
         raise self._unsupported(ExchangeKind.BROADCAST)
@@ -213,6 +224,14 @@ class Transform(abc.ABC):
                 f"(known: {sorted(self.defaults)})"
             )
         self.params: dict[str, Any] = {**self.defaults, **params}
+
+    @classmethod
+    def voided_guarantees(cls, params: Mapping[str, Any]) -> list[Voided]:
+        """Valid settings in ``params`` that void what this transform promises (none by default).
+
+        As :meth:`Mechanism.voided_guarantees`; ``params`` hold only known keys.
+        """
+        return []
 
     def client(self, call: ExchangeCall, pid: str, vector: torch.Tensor) -> torch.Tensor:
         return vector

@@ -11,12 +11,18 @@ and its parameters, plus optional transforms (DP noise, clipping)::
 
     [tags."fedavg/update"]
     mechanism = "secure_sum"
-    params = { threshold = 0.6 }
+    params = { threshold = 0.7 }
     transforms = [{ name = "dp_gaussian", noise_multiplier = 1.0, clip = 1.0 }]
 
 ``wire_dtype`` (``"float32"``, ``"float16"`` or ``"bfloat16"``) on a tensor exchange
 (``broadcast``, ``send``, ``reply``) sends its floating tensors at that precision; the receiver
 gets them back in their own dtype. Leave it out to send tensors as they are.
+
+A setting that is valid but voids a protection (a secure-sum threshold an equivocating server
+beats, seeded DP noise, a sampling discount without sampling, CKKS decryptions without output
+noise; :mod:`securefg.protocol.guarantees`) is refused like an invalid one, unless the binding
+or the whole stack says ``unsafe = "<reason>"``. The stack then loads and lists the protection
+in :attr:`ProtocolStack.failed_protections`, which every result reports.
 
 Every problem in a file is collected and raised once as a :class:`ConfigError` with one line
 per problem and the file path. A tag no pattern matches is an error, never plaintext.
@@ -34,6 +40,7 @@ from typing import Any
 import torch
 
 from securefg.errors import ConfigError, UnboundTagError
+from securefg.protocol.guarantees import FailedProtection, refusal, unsafe_problem
 from securefg.protocol.mechanism import (
     ExchangeKind,
     Mechanism,
@@ -43,10 +50,10 @@ from securefg.protocol.mechanism import (
 )
 from securefg.toml_files import read_named_toml, top_level_problems
 
-_BINDING_KEYS = {"mechanism", "params", "transforms", "wire_dtype"}
+_BINDING_KEYS = {"mechanism", "params", "transforms", "wire_dtype", "unsafe"}
 WIRE_DTYPES = {"float64": torch.float64, "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 """Precisions a binding's ``wire_dtype`` may ask for floating tensors to travel in."""
-_TOP_KEYS = {"name", "description", "tags"}
+_TOP_KEYS = {"name", "description", "tags", "unsafe"}
 
 
 def protocols_dir() -> Path:
@@ -73,6 +80,8 @@ class Binding:
     transforms: tuple[TransformSpec, ...] = ()
     wire_dtype: str | None = None
     """Floating tensors of a tensor exchange travel in this precision (``None``: as they are)."""
+    unsafe: str | None = None
+    """Why this binding may void a protection (``None``: every voided protection is refused)."""
 
     @property
     def specificity(self) -> tuple[int, int]:
@@ -101,6 +110,11 @@ class ProtocolStack:
         bindings (Iterable[Binding]): The tag bindings.
         description (str): What the stack protects. (default: ``""``)
         source (str): Where it was read from (for error messages). (default: ``"<memory>"``)
+        unsafe (str, optional): Why any binding may void a protection; without it (or the
+            binding's own ``unsafe``) a voided protection is refused. (default: :obj:`None`)
+
+    Raises:
+        ConfigError: Every invalid binding and every voided protection nobody marked ``unsafe``.
     """
 
     def __init__(
@@ -110,15 +124,25 @@ class ProtocolStack:
         *,
         description: str = "",
         source: str = "<memory>",
+        unsafe: str | None = None,
     ) -> None:
         self.name = name
         self.description = description
         self.source = source
+        self.unsafe = unsafe
         self.bindings = tuple(sorted(bindings, key=lambda b: b.specificity, reverse=True))
         self._cache: dict[str, Resolved] = {}
-        problems: list[str] = []
+        problems: list[str] = unsafe_problem("", unsafe)
+        failed: list[FailedProtection] = []
         for b in self.bindings:
-            problems.extend(_validate_binding(b))
+            invalid = _validate_binding(b)
+            problems.extend(invalid)
+            if not invalid:
+                refused, waived = _check_guarantees(b, stack_unsafe=unsafe)
+                problems.extend(refused)
+                failed.extend(waived)
+        self.failed_protections: tuple[FailedProtection, ...] = tuple(failed)
+        """Protections this stack voids and waives with ``unsafe``, in binding order."""
         if problems:
             raise ConfigError(
                 f"invalid protocol stack {source}:\n" + "\n".join(f"- {p}" for p in problems)
@@ -134,6 +158,7 @@ class ProtocolStack:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, source: str = "<memory>") -> ProtocolStack:
         problems = top_level_problems(data, _TOP_KEYS)
+        problems += unsafe_problem("", data.get("unsafe"))
         name = data.get("name")
         tags = data.get("tags", {})
         if not isinstance(tags, Mapping) or not tags:
@@ -164,10 +189,12 @@ class ProtocolStack:
             if wire is not None and wire not in WIRE_DTYPES:
                 problems.append(f"tags.{pattern!r}: 'wire_dtype' must be one of {sorted(WIRE_DTYPES)}, got {wire!r}")
                 wire = None
-            bindings.append(Binding(pattern, mech, dict(params), tuple(specs), wire))
+            problems += unsafe_problem(f"tags.{pattern!r}: ", table.get("unsafe"))
+            bindings.append(Binding(pattern, mech, dict(params), tuple(specs), wire, table.get("unsafe")))
         if problems:
             raise ConfigError(f"invalid protocol stack {source}:\n" + "\n".join(f"- {p}" for p in problems))
-        return cls(str(name), bindings, description=str(data.get("description", "")), source=source)
+        return cls(str(name), bindings, description=str(data.get("description", "")), source=source,
+                   unsafe=data.get("unsafe"))
 
     # --------------------------------------------------------------------------- resolving
     def binding_for(self, tag: str) -> Binding:
@@ -210,16 +237,24 @@ class ProtocolStack:
             )
 
     def describe(self) -> dict[str, Any]:
+        """The stack as plain data: :meth:`content` plus where it was read from."""
+        return {"source": self.source, **self.content()}
+
+    def content(self) -> dict[str, Any]:
+        """What the stack says, independent of where it was read from (hashed by
+        :mod:`securefg.protocol.stack_identity`); ``from_dict`` of it, with ``bindings`` as
+        ``tags``, rebuilds the same stack."""
         return {
             "name": self.name,
-            "source": self.source,
             "description": self.description,
+            **({"unsafe": self.unsafe} if self.unsafe is not None else {}),
             "bindings": {
                 b.pattern: {
                     "mechanism": b.mechanism,
                     "params": dict(b.params),
                     "transforms": [{"name": t.name, **t.params} for t in b.transforms],
                     **({"wire_dtype": b.wire_dtype} if b.wire_dtype else {}),
+                    **({"unsafe": b.unsafe} if b.unsafe is not None else {}),
                 }
                 for b in self.bindings
             },
@@ -227,6 +262,18 @@ class ProtocolStack:
 
     def __repr__(self) -> str:
         return f"ProtocolStack({self.name!r})"
+
+
+def _check_guarantees(b: Binding, *, stack_unsafe: str | None) -> tuple[list[str], list[FailedProtection]]:
+    """``(refusals, waived)`` for the protections a valid binding's settings void."""
+    where = f"tags.{b.pattern!r}: "
+    voided = list(mechanism_class(b.mechanism).voided_guarantees(b.params))
+    for t in b.transforms:
+        voided += transform_class(t.name).voided_guarantees(t.params)
+    reason = b.unsafe if b.unsafe is not None else stack_unsafe
+    if reason is None:
+        return [refusal(where, v) for v in voided], []
+    return [], [FailedProtection(v.protection, b.pattern, v.detail, reason) for v in voided]
 
 
 def _validate_binding(b: Binding) -> list[str]:

@@ -52,6 +52,8 @@ def abar_stack(kind: str, transforms: list[dict[str, Any]] | None = None) -> Pro
                                                                                    "params": SECURE}
     if transforms:
         abar["transforms"] = transforms
+        if any(t.get("secure_rng") is False for t in transforms):
+            abar["unsafe"] = "seeded DP noise: the calibration must be deterministic"
     return ProtocolStack.from_dict({"name": f"abar-{kind}", "tags": {"fedstruct/abar": abar,
                                                                       "*": {"mechanism": "plaintext"}}})
 

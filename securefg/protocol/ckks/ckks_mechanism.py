@@ -24,6 +24,7 @@ from securefg.protocol.ckks.output_noise import OutputNoise
 from securefg.protocol.ckks.personalized import personalized_sums
 from securefg.protocol.ckks.presets import CKKSPreset, preset_problems, resolve_preset
 from securefg.protocol.ckks.similarity import encrypted_similarity
+from securefg.protocol.guarantees import Voided
 from securefg.protocol.mechanism import ExchangeCall, ExchangeKind, Mechanism, SumOutcome, register_mechanism
 
 #: Parameters every CKKS-based mechanism accepts (``ckks`` and ``ckks_relay``).
@@ -97,6 +98,19 @@ class CKKS(Mechanism):
         if not isinstance(merged["rerandomize"], bool):
             problems.append(f"rerandomize must be true or false, got {merged['rerandomize']!r}")
         return problems
+
+    @classmethod
+    def voided_guarantees(cls, params: Mapping[str, Any]) -> list[Voided]:
+        """``output_noise = "none"``: exact decryptions of aggregates and similarities reach the
+        server, which holds their ciphertexts and could solve for the secret key
+        (:mod:`~securefg.protocol.ckks.output_noise`). A personalized aggregate never applies
+        output noise (its receiver holds the key and the server never sees the decryption), so
+        leave the option out on such a tag rather than set it to ``"none"``."""
+        if {**cls.defaults, **params}["output_noise"] != "none":
+            return []
+        return [Voided("ckks/output_noise", "output_noise = \"none\" releases exact CKKS decryptions of aggregates and "
+                       "similarities to the server, which holds the ciphertexts; use \"flood\" (the default). On a "
+                       "personalized_aggregate tag the option has no effect: leave it out")]
 
     def run_aggregate(self, call: ExchangeCall, inputs: Mapping[str, torch.Tensor]) -> SumOutcome:
         """See :mod:`securefg.protocol.ckks.aggregate`."""

@@ -19,6 +19,7 @@ from securefg.errors import ConfigError, MechanismError
 from securefg.federation.party import is_client
 from securefg.protocol.dp.accountant import Mode, Release, accountant_of
 from securefg.protocol.dp.noise import clip_to_norm, gaussian_noise
+from securefg.protocol.guarantees import Voided
 from securefg.protocol.mechanism import ExchangeCall, Transform, register_transform
 
 
@@ -62,14 +63,17 @@ class DPGaussian(Transform):
         clip (float): :math:`C`, the L2 norm bound of each input. Required.
         sample_rate (float): Poisson rate at which clients take part in a call, for the
             accountant of ``central``/``distributed`` releases; anything below ``1.0`` is a claim
-            that client sampling is Poisson and secret. ``local`` releases are accounted at rate
+            that client sampling is Poisson and secret. No exchange samples clients, so a stack
+            refuses a rate below 1 on ``central``/``distributed`` noise unless marked ``unsafe``
+            (:mod:`securefg.protocol.guarantees`). ``local`` releases are accounted at rate
             ``1.0`` (the receiver knows who sent). (default: ``1.0``)
         expected_clients (int): :math:`n` for ``distributed``; ``0`` means every client of the
             federation. (default: ``0``)
         colluding (int): Clients assumed to collude with the aggregator in ``distributed``
             mode; the accountant removes their noise shares. (default: ``0``)
         secure_rng (bool): Draw noise from the OS CSPRNG; ``false`` uses the exchange's seeded
-            generator, for reproducible tests and simulation only. (default: ``true``)
+            generator, for reproducible tests and simulation only: a stack refuses it unless
+            marked ``unsafe``. (default: ``true``)
     """
 
     name = "dp_gaussian"
@@ -110,6 +114,26 @@ class DPGaussian(Transform):
         self.sigma = float(p["noise_multiplier"])
         self.clip = float(p["clip"])
         self._awaiting_server: ExchangeCall | None = None
+
+    @classmethod
+    def voided_guarantees(cls, params: Mapping[str, Any]) -> list[Voided]:
+        """Seeded noise (``secure_rng = false``) and a sampling discount without sampling.
+
+        No exchange samples clients: every client takes part in every call, so the accountant
+        must see rate 1. Noise from the run's seeded generator is reproducible by whoever knows
+        the seed (it is in result.json), who subtracts it: the epsilon would be reported for
+        noise that protects nothing.
+        """
+        p = {**cls.defaults, **params}
+        out = []
+        if p["secure_rng"] is False:
+            out.append(Voided("dp_gaussian/secure_noise", "secure_rng = false draws the DP noise from the run's seeded "
+                              "generator; remove it (the OS CSPRNG is the default)"))
+        rate = p["sample_rate"]
+        if isinstance(rate, (int, float)) and not isinstance(rate, bool) and rate < 1 and p["mode"] != Mode.LOCAL.value:
+            out.append(Voided("dp_gaussian/sampling", f"sample_rate = {rate} discounts epsilon for Poisson client "
+                              "sampling, but every client takes part in every call; remove it (rate 1)"))
+        return out
 
     # ------------------------------------------------------------------------- client half
     def client(self, call: ExchangeCall, pid: str, vector: torch.Tensor) -> torch.Tensor:

@@ -29,6 +29,7 @@ import torch
 
 from securefg.errors import ConfigError
 from securefg.federation.envelope import Form
+from securefg.protocol.guarantees import Voided
 from securefg.protocol.mechanism import (
     ExchangeCall,
     ExchangeKind,
@@ -113,6 +114,12 @@ class SubgroupRobust(Mechanism):
             problems.append(f"inner mechanism {icls.name!r} must carry 'aggregate' and return an exact sum")
         problems += [f"inner_params: {q}" for q in icls.validate_params(p["inner_params"])]
         return problems
+
+    @classmethod
+    def voided_guarantees(cls, params: Mapping[str, Any]) -> list[Voided]:
+        """Those of the inner mechanism's parameters: each subgroup is one of its sums."""
+        p = {**cls.defaults, **params}
+        return mechanism_class(str(p["inner"])).voided_guarantees(dict(p["inner_params"]))
 
     def run_aggregate(self, call: ExchangeCall, inputs: Mapping[str, torch.Tensor]) -> SumOutcome:
         k = int(self.params["k"])

@@ -50,7 +50,8 @@ def robust_stack(stack: ProtocolStack, tags: tuple[str, ...], *, rule: str, k: i
         bindings[tag] = {"mechanism": NAME,
                          "params": {"inner": inner, "inner_params": dict(b.params), "rule": rule, "k": k,
                                     "trim": trim, "norm_factor": norm_factor},
-                         "transforms": [{"name": t.name, **t.params} for t in b.transforms]}
+                         "transforms": [{"name": t.name, **t.params} for t in b.transforms],
+                         **({"unsafe": b.unsafe} if b.unsafe is not None else {})}  # the inner sum's waivers
         changed = True
     if not changed:
         return stack
@@ -58,7 +59,8 @@ def robust_stack(stack: ProtocolStack, tags: tuple[str, ...], *, rule: str, k: i
     desc_text = (f"{stack.description.strip()}\n\nRobust option: {list(tags)} summed per public subgroup of >= {k} "
                  f"clients and combined by {rule!r} (subgroup_robust); the server learns each subgroup's sum "
                  "(also for tags that were server-blind: the rule runs at the server).")
-    return ProtocolStack.from_dict({"name": name, "description": desc_text, "tags": bindings},
+    unsafe = {"unsafe": stack.unsafe} if stack.unsafe is not None else {}
+    return ProtocolStack.from_dict({"name": name, "description": desc_text, "tags": bindings, **unsafe},
                                    source=f"{stack.source} + --option robust={rule}")
 
 

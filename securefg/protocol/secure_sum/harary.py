@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from securefg.errors import ConfigError
+from securefg.protocol.secure_sum.threshold_bound import min_threshold
 
 SIGMA_DEFAULT = 40
 ETA_DEFAULT = 30
@@ -78,7 +79,8 @@ class GraphParameters:
 
     Attributes:
         degree (int): Neighbours per client ``k``.
-        threshold (int): Shares needed to reconstruct ``t`` (``k // 2 < t <= k``).
+        threshold (int): Shares needed to reconstruct ``t`` (``(1/2 + gamma) k < t <= k`` unless no
+            ``k`` qualifies).
         privacy_failure (float): Upper bound on P[the adversary holds >= t shares of some honest
             client's secrets] (union bound over clients).
         reliability_failure (float): Upper bound on P[some client keeps fewer than t live
@@ -108,13 +110,15 @@ def choose_parameters(
     uniformly random k-subset of the other ``n - 1``, so the number of colluding (dropped)
     neighbours is hypergeometric. We pick the smallest ``k`` with a ``t`` such that
 
-    * ``t > k / 2``: an honest majority of neighbours is needed to open a secret, which the
-      consistency check relies on when the server may lie about who dropped;
+    * ``t > (1/2 + gamma) k`` (:func:`~.threshold_bound.min_threshold`): a server that lies about
+      who dropped cannot collect both kinds of shares of one client, even with colluding
+      neighbours (:mod:`~securefg.protocol.secure_sum.threshold_bound`);
     * privacy: :math:`n \cdot P[\#\text{colluding neighbours} \ge t] \le 2^{-\sigma}`;
     * reliability: :math:`n \cdot P[\#\text{dropped neighbours} > k - t] \le 2^{-\eta}`.
 
-    ``k`` is even below ``n - 1`` (the Harary construction). If no ``k < n - 1`` qualifies, the complete graph ``k = n - 1`` is returned with the
-    largest ``t`` meeting privacy; the returned failure probabilities then say what holds.
+    ``k`` is even below ``n - 1`` (the Harary construction). If no ``k < n - 1`` qualifies, the
+    complete graph ``k = n - 1`` is returned with the smallest ``t`` from the bound (capped at
+    ``k``) meeting privacy; the returned failure probabilities then say what holds.
 
     Args:
         n (int): Number of clients (>= 2).
@@ -141,11 +145,12 @@ def choose_parameters(
         return min(1.0, n * _hypergeom_sf(k - t + 1, others, dropped, k))
 
     for k in [*range(2, others, 2), others]:
-        t = next((t for t in range(k // 2 + 1, k + 1) if privacy(k, t) <= 2.0**-sigma), None)
+        low = min_threshold(k, adversarial_rate)
+        t = next((t for t in range(low, k + 1) if privacy(k, t) <= 2.0**-sigma), None)
         if t is not None and reliability(k, t) <= 2.0**-eta:
             return GraphParameters(k, t, privacy(k, t), reliability(k, t))
     k = others
-    t = next((t for t in range(k // 2 + 1, k + 1) if privacy(k, t) <= 2.0**-sigma), k)
+    t = next((t for t in range(min(min_threshold(k, adversarial_rate), k), k + 1) if privacy(k, t) <= 2.0**-sigma), k)
     return GraphParameters(k, t, privacy(k, t), reliability(k, t))
 
 

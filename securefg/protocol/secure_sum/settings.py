@@ -13,6 +13,7 @@ An integer ``bits`` pins the ring; with a ``resolution`` too it is refused
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,7 @@ from securefg.protocol.secure_sum import pinned, range_check
 from securefg.protocol.secure_sum.harary import choose_parameters, effective_degree, resolve_threshold
 from securefg.protocol.secure_sum.prg import MAX_RING_BITS, Prg
 from securefg.protocol.secure_sum.quantize import MIN_RING_BITS, Quantizer
+from securefg.protocol.secure_sum.threshold_bound import min_threshold
 
 AUTO = "auto"
 """``bits = "auto"``: the smallest ring for the clip, resolution and client count."""
@@ -50,9 +52,11 @@ def validate(params: Mapping[str, Any]) -> list[str]:
     bits = p["bits"]
     if bits != AUTO and (isinstance(bits, bool) or not isinstance(bits, int) or not MIN_RING_BITS <= bits <= MAX_RING_BITS):
         problems.append(f"'bits' must be \"{AUTO}\" or an integer in {MIN_RING_BITS}..{MAX_RING_BITS}, got {bits!r}")
-    clip_ok = not isinstance(p["clip"], bool) and isinstance(p["clip"], (int, float)) and p["clip"] > 0
-    if not clip_ok:
-        problems.append(f"'clip' must be a positive number, got {p['clip']!r}")
+    clip_ok = (not isinstance(p["clip"], bool) and isinstance(p["clip"], (int, float)) and math.isfinite(p["clip"])
+               and p["clip"] > 0)
+    if not clip_ok:  # an infinite clip bounds nothing and no ring holds it: refuse it here, not at the first sum
+        problems.append(f"'clip' must be a positive number, and finite (the largest |value| the ring holds), "
+                        f"got {p['clip']!r}")
     r = p["resolution"]
     r_ok = r is None or (not isinstance(r, bool) and isinstance(r, (int, float)) and 0 < r <= 1)
     if not r_ok:
@@ -136,7 +140,7 @@ class Settings:
             return 0, max(1, self.threshold if isinstance(self.threshold, int) else 1)
         chosen = choose_parameters(n, dropout_rate=self.dropout_rate, adversarial_rate=self.adversarial_rate)
         k = effective_degree(self.degree if self.degree is not None else chosen.degree, n)
-        default_t = chosen.threshold if self.degree is None else k // 2 + 1
+        default_t = chosen.threshold if self.degree is None else min_threshold(k, self.adversarial_rate)
         return k, resolve_threshold(self.threshold, k, min(default_t, k))
 
     def quantizer(self, n: int) -> Quantizer:

@@ -22,7 +22,8 @@ N = 5
 @pytest.fixture(scope="module")
 def fed() -> Federation:
     # One federation for the module: Galois keys (~35 MB) are made and shipped once.
-    return build_federation(N, {"s/none": {"mechanism": "ckks", "params": {"output_noise": "none"}},
+    return build_federation(N, {"s/none": {"mechanism": "ckks", "params": {"output_noise": "none"},
+                                           "unsafe": "exact decryptions, to measure the CKKS error"},
                                 "s/flood": {"mechanism": "ckks"}})
 
 

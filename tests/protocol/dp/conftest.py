@@ -36,8 +36,14 @@ class StandInMaskedSum(Mechanism):
 
 
 def _make_stack(mechanism: str = "plaintext", **transforms: dict) -> ProtocolStack:
-    """A stack binding tag ``u`` (and ``s`` for similarity) with the given transforms."""
+    """A stack binding tag ``u`` (and ``s`` for similarity) with the given transforms.
+
+    Seeded noise (``secure_rng = false``, for deterministic tests) voids the DP guarantee, so
+    the stack then says why (``unsafe``), as a user's stack must.
+    """
     specs = [{"name": name, **params} for name, params in transforms.items()]
+    seeded = any(s.get("secure_rng") is False for s in specs)
+    unsafe = {"unsafe": "seeded DP noise: the test must be deterministic"} if seeded else {}
     return ProtocolStack.from_dict(
         {
             "name": "dp-test",
@@ -45,6 +51,7 @@ def _make_stack(mechanism: str = "plaintext", **transforms: dict) -> ProtocolSta
                 "u": {"mechanism": mechanism, "transforms": specs},
                 "s": {"mechanism": "plaintext", "transforms": specs},
             },
+            **unsafe,
         }
     )
 
