@@ -49,6 +49,8 @@ def noisy_stack(sigma: float, clip: float, folder: Path, *, secure_rng: bool = T
                            "secure_rng": secure_rng}]
     # noisy sums leave the [0, 16] range of exact B_ik: widen the ring's clip, saturate beyond it
     abar["params"] = {**abar["params"], "clip": max(16.0, 16.0 * sigma * clip), "on_clip": "saturate"}
+    if not secure_rng:  # reproducible noise voids the DP guarantee: the stack must say so (issue 38)
+        abar["unsafe"] = "--seeded-noise: reproducible noise for a controlled comparison; the epsilon does not hold"
     lines = [f'name = "fedstruct_secure_abar_dp_{sigma:g}"', "", f"description = {json.dumps(data['description'])}", ""]
     for tag, table in data["tags"].items():
         lines.append(f'[tags."{tag}"]')
