@@ -10,8 +10,8 @@ setup, first allocations) and is reported apart, as is the communicating setup p
 (FedStruct's Ā, FedSage+'s generators). ``round_ratio_<method>`` is the median protected round
 time over the median plaintext one, ``bytes_ratio_<method>`` protected payload bytes over
 plaintext ones for the whole run (setup included). CeFGC is one-shot: its single round is
-compared whole (``--quick`` shrinks its generators so that the protocol, not diffusion training,
-is what is timed).
+compared whole, the pair run twice in opposite orders and averaged (``--quick`` shrinks its
+generators so that the protocol, not diffusion training, is what is timed).
 
 Node methods run on Cora (their usual partition, 10 clients), CeFGC on MUTAG (3 clients, its
 paper setting). ``--quick`` uses 3 rounds and smaller models. The last lines are ``key=value``;
@@ -59,6 +59,9 @@ QUICK_OPTIONS: dict[str, dict[str, Any]] = {
     "fedstruct": {"structure_hops": 2},
 }
 CKKS_STACKS = {"fedpub"}
+#: One-round methods: their round cannot be interleaved with the other run's, so the pair is run
+#: twice in opposite orders (protected first, then plaintext first) and the two times averaged.
+ONE_SHOT = {"cefgc"}
 
 
 def build(method: str, protocol: str | None, rounds: int, seed: int, data_root: str | None, quick: bool) -> Any:
@@ -117,11 +120,42 @@ def ckks_floor(method: str, runs: dict[str, Any], round: int) -> Any:
                         metrics=sizes["fedpub/metrics"], weights_preset=preset, seed=round)
 
 
+def measure_one_shot(method: str, rounds: int, seed: int, data_root: str | None, quick: bool) -> dict[str, Any]:
+    """A one-round method: two fresh pairs in opposite orders (so a drift in machine load falls on
+    both alike); per run its two round times and critical paths, the first pair's clocks, bytes
+    and scores (both pairs are the same seeded computation)."""
+    from securefg.federation.program.step_clock import StepClock
+
+    out: dict[str, Any] = {}
+    for order in (("protected", "plaintext"), ("plaintext", "protected")):
+        runs = {name: build(method, None if name == "protected" else "plaintext", rounds, seed, data_root, quick)
+                for name in order}
+        for name, (run, fed, _, stack) in runs.items():
+            entry = out.setdefault(name, {"rounds": [], "critical": [], "stack": stack, "setup": 0.0})
+            t0 = time.perf_counter()
+            run.prepare()
+            entry["setup"] += (time.perf_counter() - t0) / 2
+            clock = run.parties.server.clock = StepClock()
+            clock.start()
+            t0 = time.perf_counter()
+            run.play_round(0)
+            entry["rounds"].append(time.perf_counter() - t0)
+            clock.stop()
+            entry["critical"].append(clock.critical_path)
+            entry.setdefault("clock", clock)
+            entry.setdefault("bytes", fed.transcript.summary()["bytes_total"])
+            entry.setdefault("test", run.row(0).get("mean_test"))
+    out["floors"], out["later_rounds"], out["one_shot"] = [], 1, True
+    return out
+
+
 def measure(method: str, rounds: int, seed: int, data_root: str | None, quick: bool) -> dict[str, Any]:
     """Both runs of ``method``, interleaved; per-round seconds, setup seconds, bytes, the
     later rounds' per-stage clocks and (CKKS stacks) the raw-TenSEAL floor after each later round."""
     from securefg.federation.program.step_clock import StepClock
 
+    if method in ONE_SHOT:
+        return measure_one_shot(method, rounds, seed, data_root, quick)
     runs = {name: build(method, proto, rounds, seed, data_root, quick) for name, proto in
             (("protected", None), ("plaintext", "plaintext"))}
     out: dict[str, Any] = {name: {"rounds": [], "setup": 0.0, "stack": r[3], "critical": []} for name, r in runs.items()}
@@ -179,7 +213,7 @@ def main() -> None:
         res = measure(method, rounds, a.seed, a.data_root, a.quick)
         prot, plain = res["protected"], res["plaintext"]
         # CeFGC is one-shot (one round): compare it whole; the others after their warm-up round
-        later = slice(1, None) if len(prot["rounds"]) > 1 else slice(None)
+        later = slice(None) if res.get("one_shot") else slice(1, None)
         rp, rq = statistics.median(prot["rounds"][later]), statistics.median(plain["rounds"][later])
         cp, cq = statistics.median(prot["critical"][later]), statistics.median(plain["critical"][later])
         figures[f"round_ratio_{method}"] = rp / rq
