@@ -70,6 +70,7 @@ def audit(cfg: Any, tm: ThreatModel, out_dir: Path) -> AuditReport:
     import securefg.attacks  # noqa: F401  (registers attacks and the trimmed-mean defence)
     from securefg.experiment import resolve_stack, run_experiment
     from securefg.experiment_data import build_task
+    from securefg.methods.base import method_class
 
     cfg = prepare(cfg, tm, out_dir)
     task, _ = build_task(cfg)
@@ -90,7 +91,8 @@ def audit(cfg: Any, tm: ThreatModel, out_dir: Path) -> AuditReport:
         ctx = harness.context(result, task, rerun=rerun, stack=stack)
         results[label] = harness.run(ctx)
         fed = result["_federation"]
-        ledgers[label] = exposure_ledger(fed.transcript)
+        # who reads comes from the stack's exposure declarations, per the method's exchange kinds
+        ledgers[label] = exposure_ledger(fed.transcript, stack=fed.stack, kinds=method_class(cfg.method).TAGS)
         summaries[label] = run_summary(result)
         if label == "protected":
             prot = protections(stack, sorted({r.tag for r in fed.transcript}), cfg.method)

@@ -1,17 +1,31 @@
-"""The exposure ledger: per message tag, who read it in the clear and who held only protected bytes.
+"""The exposure ledger: per message tag, who read it, in what form, and who held only protected bytes.
 
-Built from the transcript alone (metadata, no payloads), so it is exact and cheap, and it is
-the first section of every audit report. A party "read" a tag in the clear when it received an
-envelope of that tag in ``plaintext`` or ``aggregate`` form; every other form (``masked``,
-``ciphertext``, ``sealed``, ``keys``) is listed with its receivers. Senders know what they sent
-and are listed separately.
+Who *received* what comes from the transcript (metadata, no payloads): senders, receivers, the
+form of every envelope, bytes and rounds. Who *reads* it comes from the exposure declaration of
+the mechanism the stack binds the tag to (:mod:`securefg.protocol.exposure`), never from the
+wire forms alone: a ``sealed`` envelope is read by the party it is sealed to, which may be its
+receiver (the server opening the shuffler's batch under ``mailbox``) or a party further on (the
+shuffler's onions are sealed to it, their content to the server). Guessing from forms listed
+FedSheafHN's shuffler as opening the embeddings and the server as reading nothing (issue 38).
 
-End-to-end protected items are *opened* by their recipients: a ``sealed`` or ``ciphertext``
-envelope that a client or the key holder receives is readable by it under securefg's key
-management (and so is a ``masked`` ``blind_sum`` result, blinded under the clients' group key) (sealed boxes are addressed to their final recipient; CKKS secret keys live with the
-clients or the ``keyholder``, never with the server). ``opened_by`` lists those receivers, so a
-reviewer sees that e.g. every CeFGC client reads the other clients' generators even though no
-envelope of the tag travels in plaintext.
+Per tag, each receiver is in exactly one place:
+
+* ``clear_readers``: it received the tag in ``plaintext`` or ``aggregate`` form. A readable
+  envelope is read whatever the declaration says; if the declaration does not grant that role
+  a reading, the party is also listed in ``undeclared`` (a mechanism that leaks beyond its
+  declaration).
+* ``opened_by``: it received only protected forms and its role reads them by declaration: it
+  opens boxes sealed to it, decrypts under a key it holds, or unmasks a sum (the secure-sum
+  server reads the sum it unmasks; ``blind_sum`` clients read the sum they unblind).
+* ``protected``: form -> parties that held only those bytes and read nothing.
+
+``aggregate_only`` marks the readers (clear or opened) that read only an aggregate: a sum or
+another combination of several parties' values, or their own personal combination.
+
+Limit: a ``peer_sum`` call's target and its peers exchange envelopes of the same stages and
+forms, so the metadata cannot tell them apart; every client taking part in a peer-summed tag is
+listed as reading its own sum, which overstates a client that is only ever a peer (client 0 of
+FedStruct's ``fedstruct/edge_rr``, where only higher-numbered clients receive reports).
 """
 
 from __future__ import annotations
@@ -21,14 +35,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from securefg.errors import ConfigError
 from securefg.federation.envelope import Form
 from securefg.federation.transcript import Transcript
+from securefg.protocol.exposure import READS, Exposure, exposure_of, reading, roles_of
+from securefg.protocol.mechanism import ExchangeKind, mechanism_class
+from securefg.protocol.stack import ProtocolStack
 
 CLEAR = (Form.PLAINTEXT.value, Form.AGGREGATE.value)
-OPENED = (Form.SEALED.value, Form.CIPHERTEXT.value)
-OPENED_MASKED_STAGES = frozenset({"shared_sum/result"})
-"""Stages whose ``masked`` envelopes their client receivers open: a ``blind_sum`` result is
-blinded under the clients' group key, so every client reads it and the server does not."""
 
 
 @dataclass(frozen=True)
@@ -39,13 +53,16 @@ class LedgerRow:
         tag (str): The message tag.
         senders (tuple[str, ...]): Parties that sent it.
         clear_readers (tuple[str, ...]): Parties that received it as plaintext or aggregate.
-        protected (Mapping[str, tuple[str, ...]]): Form -> parties that received it only so (neither
-            in the clear nor able to open it).
+        protected (Mapping[str, tuple[str, ...]]): Form -> parties that received it only so and
+            read nothing of it.
         bytes_by_form (Mapping[str, int]): Payload bytes per form.
         envelopes (int): Envelope copies (one per receiver).
         rounds (int): Distinct rounds it appeared in.
-        opened_by (tuple[str, ...]): Non-server receivers of sealed or ciphertext envelopes,
-            which hold the keys to open them.
+        opened_by (tuple[str, ...]): Parties that received it only protected and read it by
+            declaration of its mechanism (unsealing, decrypting or unmasking).
+        aggregate_only (tuple[str, ...]): Readers (clear or opened) that read only an aggregate.
+        undeclared (tuple[str, ...]): Clear readers whose reading the mechanism does not declare.
+        mechanism (str): The mechanism the stack bound the tag to.
     """
 
     tag: str
@@ -56,49 +73,116 @@ class LedgerRow:
     envelopes: int = 0
     rounds: int = 0
     opened_by: tuple[str, ...] = ()
+    aggregate_only: tuple[str, ...] = ()
+    undeclared: tuple[str, ...] = ()
+    mechanism: str = ""
 
     @property
     def bytes(self) -> int:
         return sum(self.bytes_by_form.values())
 
+    @property
+    def readers(self) -> tuple[str, ...]:
+        """Every party that reads the tag (in the clear or by opening it)."""
+        return tuple(sorted({*self.clear_readers, *self.opened_by}, key=_party_key))
+
     def to_dict(self) -> dict[str, Any]:
         return {"tag": self.tag, "senders": list(self.senders), "clear_readers": list(self.clear_readers),
                 "protected": {k: list(v) for k, v in self.protected.items()}, "bytes_by_form": dict(self.bytes_by_form),
-                "bytes": self.bytes, "envelopes": self.envelopes, "rounds": self.rounds, "opened_by": list(self.opened_by)}
+                "bytes": self.bytes, "envelopes": self.envelopes, "rounds": self.rounds, "opened_by": list(self.opened_by),
+                "aggregate_only": list(self.aggregate_only), "undeclared": list(self.undeclared),
+                "mechanism": self.mechanism}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> LedgerRow:
         return cls(str(d["tag"]), tuple(d["senders"]), tuple(d["clear_readers"]),
                    {k: tuple(v) for k, v in d["protected"].items()}, {k: int(v) for k, v in d["bytes_by_form"].items()},
-                   int(d["envelopes"]), int(d["rounds"]), tuple(d.get("opened_by", ())))
+                   int(d["envelopes"]), int(d["rounds"]), tuple(d.get("opened_by", ())),
+                   tuple(d.get("aggregate_only", ())), tuple(d.get("undeclared", ())), str(d.get("mechanism", "")))
 
 
-def exposure_ledger(transcript: Transcript | Iterable[Any]) -> tuple[LedgerRow, ...]:
-    """The ledger of a transcript, one row per tag, sorted by tag."""
+def tag_exposure(stack: ProtocolStack, tag: str, kinds: Mapping[str, ExchangeKind]) -> tuple[str, Exposure, dict[str, Any]]:
+    """The mechanism ``stack`` binds ``tag`` to, its declared exposure and the binding's parameters.
+
+    Args:
+        stack (ProtocolStack): The run's stack.
+        tag (str): A message tag of the run.
+        kinds (Mapping[str, ExchangeKind]): The method's tags and their exchange kinds
+            (``Method.TAGS``); a tag missing there is resolved when its mechanism carries one kind.
+
+    Raises:
+        ConfigError: The tag's exchange kind is unknown, or its mechanism declares no exposure.
+        UnboundTagError: The stack does not bind the tag.
+    """
+    binding = stack.binding_for(tag)
+    kind = kinds.get(tag)
+    if kind is None:
+        carried = sorted(mechanism_class(binding.mechanism).exchanges, key=lambda k: k.value)
+        if len(carried) != 1:
+            raise ConfigError(f"the ledger needs the exchange kind of {tag!r} (its mechanism {binding.mechanism!r} "
+                              f"carries {[k.value for k in carried]}); pass the method's TAGS as kinds")
+        kind = carried[0]
+    params = dict(binding.params)
+    return binding.mechanism, exposure_of(binding.mechanism, kind, params), params
+
+
+def exposure_ledger(transcript: Transcript | Iterable[Any], *, stack: ProtocolStack,
+                    kinds: Mapping[str, ExchangeKind]) -> tuple[LedgerRow, ...]:
+    """The ledger of a run, one row per tag, sorted by tag.
+
+    Args:
+        transcript (Transcript | Iterable[Record]): The run's transcript (metadata suffices).
+        stack (ProtocolStack): The stack the run used: its mechanisms declare who reads.
+        kinds (Mapping[str, ExchangeKind]): The method's tags and exchange kinds (``Method.TAGS``).
+
+    Raises:
+        ConfigError: A tag's mechanism declares no exposure, or its kind cannot be told.
+    """
+    records = list(transcript)
+    parties = {r.sender for r in records} | {r.receiver for r in records}
     senders: dict[str, set[str]] = defaultdict(set)
-    readers: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    received: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))  # tag -> party -> forms
     nbytes: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     count: dict[str, int] = defaultdict(int)
     rounds: dict[str, set[int]] = defaultdict(set)
-    opened_masked: dict[str, set[str]] = defaultdict(set)
-    for r in transcript:
+    for r in records:
         senders[r.tag].add(r.sender)
-        if r.form is Form.MASKED and r.stage in OPENED_MASKED_STAGES:
-            opened_masked[r.tag].add(r.receiver)
-        readers[r.tag][r.form.value].add(r.receiver)
+        received[r.tag][r.receiver].add(r.form.value)
         nbytes[r.tag][r.form.value] += r.payload_bytes
         count[r.tag] += 1
         rounds[r.tag].add(r.round)
     rows = []
     for tag in sorted(count):
-        clear = set().union(*(readers[tag].get(f, set()) for f in CLEAR))
-        opened = set().union(opened_masked[tag], *(readers[tag].get(f, set()) for f in OPENED)) - {"server"} - clear
-        prot = {f: tuple(sorted(p - clear - opened, key=_party_key)) for f, p in sorted(readers[tag].items())
-                if f not in CLEAR}
-        rows.append(LedgerRow(tag, tuple(sorted(senders[tag], key=_party_key)), tuple(sorted(clear, key=_party_key)),
-                              {f: p for f, p in prot.items() if p}, dict(nbytes[tag]), count[tag], len(rounds[tag]),
-                              tuple(sorted(opened, key=_party_key))))
+        mechanism, exposure, params = tag_exposure(stack, tag, kinds)
+        clear: set[str] = set()
+        opened: set[str] = set()
+        aggregate: set[str] = set()
+        undeclared: set[str] = set()
+        prot: dict[str, set[str]] = defaultdict(set)
+        for party, forms in received[tag].items():
+            declared = reading(exposure, roles_of(party, parties=parties, params=params))
+            readable = forms & set(CLEAR)
+            if readable:
+                clear.add(party)
+                if declared not in READS:
+                    undeclared.add(party)
+            elif declared in READS:
+                opened.add(party)
+            else:
+                for f in forms:
+                    prot[f].add(party)
+                continue
+            if declared is Form.AGGREGATE or (declared not in READS and readable == {Form.AGGREGATE.value}):
+                aggregate.add(party)
+        rows.append(LedgerRow(
+            tag, _sorted(senders[tag]), _sorted(clear), {f: _sorted(p) for f, p in sorted(prot.items())},
+            dict(nbytes[tag]), count[tag], len(rounds[tag]), _sorted(opened), _sorted(aggregate), _sorted(undeclared),
+            mechanism))
     return tuple(rows)
+
+
+def _sorted(parties: Iterable[str]) -> tuple[str, ...]:
+    return tuple(sorted(parties, key=_party_key))
 
 
 def clear_to(rows: Iterable[LedgerRow], parties: Iterable[str]) -> list[str]:
@@ -108,7 +192,8 @@ def clear_to(rows: Iterable[LedgerRow], parties: Iterable[str]) -> list[str]:
 
 
 def opened_by(rows: Iterable[LedgerRow], parties: Iterable[str]) -> list[str]:
-    """Tags some of ``parties`` receive end-to-end protected and can open (they hold the keys)."""
+    """Tags some of ``parties`` receive only protected and read by opening them (unsealing,
+    decrypting or unmasking: they hold the keys)."""
     mine = set(parties)
     return [r.tag for r in rows if mine & set(r.opened_by)]
 
@@ -135,4 +220,4 @@ def compress_parties(parties: Iterable[str]) -> str:
     return ", ".join(others + runs) or "nobody"
 
 
-__all__ = ["LedgerRow", "clear_to", "compress_parties", "exposure_ledger", "opened_by"]
+__all__ = ["LedgerRow", "clear_to", "compress_parties", "exposure_ledger", "opened_by", "tag_exposure"]

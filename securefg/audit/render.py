@@ -38,15 +38,27 @@ def _bytes(n: int) -> str:
 
 
 def ledger_table(rows: tuple[LedgerRow, ...]) -> list[str]:
-    out = ["| tag | read in the clear by | opened end to end by | held only protected (form: parties) | senders | envelopes | bytes |",
-           "|---|---|---|---|---|---:|---:|"]
+    out = [("| tag | read in the clear by | opened (unsealed, decrypted, unmasked) by | of which an aggregate only | "
+            "held only protected (form: parties) | senders | envelopes | bytes |"),
+           "|---|---|---|---|---|---|---:|---:|"]
     for r in rows:
         hidden = {f: [x for x in p if x not in r.opened_by] for f, p in r.protected.items()}
         prot = "; ".join(f"{f}: {compress_parties(p)}" for f, p in hidden.items() if p) or "–"
         opened = compress_parties(r.opened_by) if r.opened_by else "–"
-        out.append(f"| `{r.tag}` | {compress_parties(r.clear_readers) if r.clear_readers else 'nobody'} | {opened} | {prot} | "
+        clear = compress_parties(r.clear_readers) if r.clear_readers else "nobody"
+        if r.undeclared:  # a readable envelope the mechanism's declaration does not grant: say so
+            clear += f" (**not declared**: {compress_parties(r.undeclared)})"
+        agg = compress_parties(r.aggregate_only) if r.aggregate_only else "–"
+        out.append(f"| `{r.tag}` | {clear} | {opened} | {agg} | {prot} | "
                    f"{compress_parties(r.senders)} | {r.envelopes} | {_bytes(r.bytes)} |")
     return out
+
+
+def _opened_tags(rows: tuple[LedgerRow, ...], tags: list[str], parties: list[str]) -> str:
+    """``tags`` as code, each marked when ``parties`` read only an aggregate of it."""
+    mine = set(parties)
+    agg = {r.tag for r in rows if mine & set(r.opened_by) and mine & set(r.opened_by) <= set(r.aggregate_only)}
+    return ", ".join(f"`{t}`" + (" (an aggregate only)" if t in agg else "") for t in tags)
 
 
 def _leak_split(a: AttackEntry) -> list[str]:
@@ -106,16 +118,19 @@ def render_markdown(report: AuditReport, plots: dict[str, str] | None = None) ->
     if tm.get("description"):
         L += ["", f"> {tm['description']}"]
     L += ["", "## 1. Exposure ledger", "",
-          (f"From the transcript of the audited run (`{run['protocol']}`): every message tag, who received it in a "
-           "form they can read (plaintext or an aggregate), which recipients open end-to-end protected items "
-           "(sealed boxes addressed to them, ciphertexts under keys they hold; never the server), and who held "
-           "only masked, encrypted, sealed or key material. Senders know what they sent."), ""]
+          (f"From the transcript of the audited run (`{run['protocol']}`) and the exposure each mechanism of the "
+           "stack declares: every message tag, who received it in a form they can read (plaintext or an "
+           "aggregate), who reads it by opening protected bytes (boxes sealed to them, ciphertexts under keys "
+           "they hold, a masked sum they unmask: under a mailbox the server opens every upload, under SecAgg+ "
+           "the aggregator reads the sum), which of those read only an aggregate, and who held only masked, "
+           "encrypted, sealed or key material. Senders know what they sent."), ""]
     L += ledger_table(report.ledger)
     clear = clear_to(report.ledger, adv["parties"])
     opened = opened_by(report.ledger, adv["parties"])
     L += ["", f"The adversary ({' + '.join(adv['parties'])}) reads in the clear: "
           + (", ".join(f"`{t}`" for t in clear) if clear else "nothing") + "."
-          + (f" It opens, as their recipient: {', '.join(f'`{t}`' for t in opened)}." if opened else "")]
+          + (f" It opens (unseals, decrypts or unmasks): {_opened_tags(report.ledger, opened, adv['parties'])}."
+             if opened else "")]
     plain_clear = clear_to(report.plaintext_ledger, adv["parties"])
     L += [f"Under `{run['plaintext_protocol']}` it would read: " + (", ".join(f"`{t}`" for t in plain_clear) if plain_clear else "nothing") + "."]
     L += ["", "<details><summary>Exposure ledger of the plaintext run</summary>", ""] + ledger_table(report.plaintext_ledger) + ["", "</details>"]

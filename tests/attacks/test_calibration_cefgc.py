@@ -140,13 +140,17 @@ def test_a_spoofed_generator_reaches_every_honest_client_with_swapped_labels(gra
 
 def test_the_ledger_shows_clients_opening_sealed_generators_the_server_only_forwards(cefgc_sealed):
     from securefg.audit.ledger import exposure_ledger
+    from securefg.methods.base import method_class
 
-    rows = {r.tag: r for r in exposure_ledger(cefgc_sealed["_federation"].transcript)}
+    ledger = exposure_ledger(cefgc_sealed["_federation"].transcript, stack=cefgc_sealed["_stack"],
+                             kinds=method_class("cefgc").TAGS)
+    rows = {r.tag: r for r in ledger}
     model = rows["cefgc/model"]
     assert model.clear_readers == ()
     assert model.opened_by == ("client/0", "client/1", "client/2")
     assert "server" in model.protected["sealed"]
-    assert rows["cefgc/weights"].clear_readers == () and "server" in rows["cefgc/weights"].protected["masked"]
+    weights = rows["cefgc/weights"]  # SecAgg+: the server reads only the sum it unmasks
+    assert weights.clear_readers == () and weights.opened_by == weights.aggregate_only == ("server",)
 
 
 def test_a_sign_flipping_client_poisons_cefgc_weights_and_only_trimmed_mean_over_plaintext_defends(

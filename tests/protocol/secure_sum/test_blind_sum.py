@@ -127,8 +127,13 @@ def test_distributed_noise_on_a_shared_sum_reaches_every_client_equally_and_is_a
 
 def test_the_ledger_lists_every_client_and_not_the_server_as_reading_the_blinded_result(world: World) -> None:
     from securefg.audit.ledger import exposure_ledger
+    from securefg.protocol.mechanism import ExchangeKind
+    from securefg.protocol.stack import ProtocolStack
 
     mech = BlindSum(**PARAMS)
     mech.run_shared_sum(world.call(mech, tag="g"), world.inputs(5))
-    (row,) = [r for r in exposure_ledger(world.transport.transcript) if r.tag == "g"]
-    assert row.clear_readers == () and set(row.opened_by) == set(world.clients)
+    stack = ProtocolStack.from_dict({"name": "blind", "tags": {"g": {"mechanism": "blind_sum", "params": PARAMS}}})
+    rows = exposure_ledger(world.transport.transcript, stack=stack, kinds={"g": ExchangeKind.SHARED_SUM})
+    (row,) = [r for r in rows if r.tag == "g"]
+    assert row.clear_readers == () and set(row.opened_by) == set(row.aggregate_only) == set(world.clients)
+    assert "server" in row.protected["masked"]  # it holds the sum blinded under the clients' group key
