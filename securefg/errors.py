@@ -62,6 +62,22 @@ class ReplayError(AuthenticationError):
     """An envelope was replayed or delivered out of order."""
 
 
+class SenderAuthenticationError(AuthenticationError):
+    """A relayed item was not sealed by the party (or a member of the group) it must come from.
+
+    Raised by a recipient for an item that a relay carried but its claimed sender did not seal:
+    swapped or forged by the server (or the shuffler), tampered with, or replayed from another
+    round or tag. ``sender`` names the party the item had to come from where the relay says
+    so (unshuffled relays); in a shuffled relay nobody may know it, and ``slot`` names the
+    item's position in the recipient's bundle instead.
+    """
+
+    def __init__(self, message: str, *, sender: str | None = None, slot: int | None = None) -> None:
+        super().__init__(message)
+        self.sender = sender
+        self.slot = slot
+
+
 class UnboundTagError(ProtocolError, KeyError):
     """A method emitted a message tag that the protocol stack does not bind."""
 

@@ -5,6 +5,16 @@ and receiver share (X25519 + HKDF-SHA256, via ``cryptography``). The header (ses
 tag, stage, sender, receiver, form, sequence number) is bound as associated data, so a
 payload cannot be moved to another round, tag or receiver; a per-direction sequence number
 must increase by exactly one, so replays and reordering are rejected.
+
+One bad wire costs one wire. A wire that is malformed, fails authentication or is replayed is
+refused with a typed error naming it, and changes nothing: the expected sequence number moves
+only when an envelope *authenticates* and is accepted. The one exception keeps a channel alive
+when the bad wire *was* the next honest envelope, tampered with in transit: its sequence number
+is then lost for good, so a sender's authenticated envelope may skip ahead over sequence numbers
+that rejected wires claimed (and only those). Skipping never reopens a replay: accepted numbers
+still strictly increase, so the tampered envelope's honest original, or any envelope already
+accepted, is refused afterwards as replayed. A gap that no rejected wire explains is still
+refused as out of order.
 """
 
 from __future__ import annotations
@@ -23,6 +33,9 @@ from securefg.federation.envelope import Envelope, Form
 
 WIRE_MAGIC = b"SFGE"
 WIRE_VERSION = 1
+#: At most this many sequence numbers per sender are remembered as claimed by rejected wires
+#: (bounds what a flood of forged wires can make a receiver store).
+MAX_EXCUSED = 1024
 
 
 def length_prefixed(*fields: bytes) -> bytes:
@@ -127,6 +140,7 @@ class ChannelEndpoint:
         self._keys: dict[tuple[str, str], ChaCha20Poly1305] = {}
         self._send_seq: dict[str, int] = {}
         self._recv_seq: dict[str, int] = {}
+        self._excused: dict[str, set[int]] = {}  # sender -> numbers claimed by rejected wires
 
     @property
     def pid(self) -> str:
@@ -163,12 +177,30 @@ class ChannelEndpoint:
         nonce = struct.pack("<4xQ", seq)  # unique per directional key
         return header + self._aead(env.sender, receiver).encrypt(nonce, body, header)
 
+    def checkpoint(self) -> dict[str, int]:
+        """The receive-side sequence state, for :meth:`rollback` (a transport that opened
+        envelopes it then puts back in its queue must be able to open them again)."""
+        return dict(self._recv_seq)
+
+    def rollback(self, state: dict[str, int]) -> None:
+        """Restore the receive-side sequence state saved by :meth:`checkpoint`.
+
+        What rejected wires claimed is kept: it describes wires that are gone.
+        """
+        self._recv_seq = dict(state)
+
     def open(self, wire: bytes) -> Envelope:
         """Verify and open wire bytes addressed to this party.
 
+        The body is authenticated before the sequence number is judged, so the error says
+        what is wrong with a wire (tampered or replayed); only an accepted envelope moves the
+        expected sequence number (see the module docstring for the one skip allowed).
+
         Raises:
+            CodecError: a malformed header.
             AuthenticationError: wrong receiver or session, or a tampered header or body.
-            ReplayError: a sequence number that was already seen or skips ahead.
+            ReplayError: a sequence number already accepted, or one that skips ahead over
+                numbers no rejected wire claimed.
         """
         header, end = WireHeader.decode(wire)
         if header.receiver != self.pid:
@@ -177,20 +209,20 @@ class ChannelEndpoint:
             )
         if header.session != self.session:
             raise AuthenticationError("envelope belongs to another session")
-        expected = self._recv_seq.get(header.sender, 0)
-        if header.seq != expected:
-            kind = "replayed" if header.seq < expected else "out of order"
-            raise ReplayError(
-                f"envelope {header.seq} from {header.sender!r} is {kind} (expected {expected})"
-            )
+        name = (f"envelope {header.seq} from {header.sender!r} (round {header.round}, tag {header.tag!r}, "
+                f"stage {header.stage!r})")
         nonce = struct.pack("<4xQ", header.seq)
         try:
             body = self._aead(header.sender, self.pid).decrypt(nonce, wire[end:], wire[:end])
         except InvalidTag as exc:
-            raise AuthenticationError(
-                f"envelope from {header.sender!r} (tag {header.tag!r}) failed authentication"
-            ) from exc
-        self._recv_seq[header.sender] = expected + 1
+            self._excuse(header.sender, header.seq)
+            raise AuthenticationError(f"{name} failed authentication") from exc
+        expected = self._recv_seq.get(header.sender, 0)
+        if header.seq < expected:
+            raise ReplayError(f"{name} is replayed (expected {expected})")
+        if header.seq > expected and not self._gap_excused(header.sender, expected, header.seq):
+            raise ReplayError(f"{name} is out of order (expected {expected})")
+        self._recv_seq[header.sender] = header.seq + 1  # excuses below it are never read again
         return Envelope(
             sender=header.sender,
             receivers=(self.pid,),
@@ -201,3 +233,24 @@ class ChannelEndpoint:
             form=header.form,
             error=body.decode(errors="replace") if header.is_error else None,
         )
+
+    def _excuse(self, sender: str, seq: int) -> None:
+        """Remember that a rejected wire claimed ``sender``'s number ``seq`` (known senders only,
+        numbers not yet accepted, at most :data:`MAX_EXCUSED` per sender).
+
+        Numbers below the expected one are kept until space is needed rather than pruned on
+        accept, so a :meth:`rollback` finds the excuses that let its envelopes through.
+        """
+        expected = self._recv_seq.get(sender, 0)
+        if sender not in self._directory or seq < expected:
+            return
+        excused = self._excused.setdefault(sender, set())
+        if len(excused) >= MAX_EXCUSED:  # forget what accepted envelopes made moot, then refuse
+            excused.difference_update([k for k in excused if k < expected])
+        if len(excused) < MAX_EXCUSED:
+            excused.add(seq)
+
+    def _gap_excused(self, sender: str, expected: int, seq: int) -> bool:
+        """Whether every number in ``[expected, seq)`` was claimed by a rejected wire."""
+        excused = self._excused.get(sender, set())
+        return seq - expected <= len(excused) and all(k in excused for k in range(expected, seq))

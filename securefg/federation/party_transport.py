@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Mapping
 
-from securefg.errors import AuthenticationError, ProtocolError
+from securefg.errors import AuthenticationError, CodecError, ProtocolError
 from securefg.federation.channel import ChannelEndpoint, ChannelIdentity, WireHeader
 from securefg.federation.envelope import Envelope
 from securefg.federation.transcript import Transcript
@@ -101,16 +101,36 @@ class PartyTransport:
 
     # ---------------------------------------------------------------------- receiving
     def deliver(self, wires: Iterable[bytes]) -> None:
-        """Queue wires the engine brought; each must name this party as its receiver (all or
-        none are queued)."""
-        batch = list(wires)
-        for wire in batch:
+        """Queue the wires the engine brought that name this party as their receiver.
+
+        A wire that is not bytes, is malformed or is addressed to another party costs only
+        itself: every other wire of the batch is queued (in order) before the first such
+        wire's error is raised, so valid mail beside it is never lost and the channel's
+        sequence stays intact.
+
+        Raises:
+            CodecError: A malformed wire (named by its position in the batch).
+            ProtocolError: A wire that is not bytes, or addressed to another party.
+        """
+        problems: list[ProtocolError] = []
+        for i, wire in enumerate(wires):
             if not isinstance(wire, bytes):
-                raise ProtocolError(f"{self.pid!r} got a {type(wire).__name__} where wire bytes belong")
-            header, _ = WireHeader.decode(wire)
+                problems.append(ProtocolError(
+                    f"wire {i} of the batch for {self.pid!r} is a {type(wire).__name__}, not bytes; dropped"))
+                continue
+            try:
+                header, _ = WireHeader.decode(wire)
+            except CodecError as exc:
+                problems.append(CodecError(f"wire {i} of the batch for {self.pid!r} is malformed ({exc}); dropped"))
+                continue
             if header.receiver != self.pid:
-                raise ProtocolError(f"{self.pid!r} got a wire addressed to {header.receiver!r}")
-        self._inbox.extend(batch)
+                problems.append(ProtocolError(
+                    f"wire {i} of the batch for {self.pid!r} is addressed to {header.receiver!r}; dropped"))
+                continue
+            self._inbox.append(wire)
+        if problems:
+            others = f" (and {len(problems) - 1} more bad wire(s) dropped)" if len(problems) > 1 else ""
+            raise type(problems[0])(f"{problems[0]}{others}") from None
 
     def receive(
         self, pid: str, *, tag: str | None = None, round: int | None = None, stage: str | None = None

@@ -12,7 +12,7 @@ import os
 from collections import deque
 from collections.abc import Iterable
 
-from securefg.errors import AuthenticationError, ProtocolError
+from securefg.errors import AuthenticationError, CodecError, ProtocolError
 from securefg.federation.channel import ChannelEndpoint, ChannelIdentity, WireHeader
 from securefg.federation.envelope import Envelope
 from securefg.federation.transcript import Transcript
@@ -137,25 +137,49 @@ def drain_matching(
     """Open every queued envelope whose header matches the filters; the rest stay queued in order.
 
     Shared by every transport (in-process, one party's end over Flower) so that filtering and the
-    all-or-nothing behaviour on an authentication failure cannot drift apart: on a failure the
-    skipped envelopes go back to the front of the queue and the error propagates.
+    behaviour on a bad wire cannot drift apart. A bad wire (malformed, unauthenticated, addressed
+    to another party, replayed) costs only itself: it is removed from the queue and its typed
+    error raised, naming it; every other wire, including the matching ones opened before it, goes
+    back in its place and the endpoint's sequence state is rolled back, so the next call opens
+    the same valid mail again.
+
+    Raises:
+        CodecError: A wire whose header cannot be parsed (its position in the queue is named).
+        AuthenticationError: A wire that fails :meth:`ChannelEndpoint.open` (``ReplayError`` for
+            a replay), named by sender, sequence number, round, tag and stage.
     """
-    kept: deque[bytes] = deque()
+    state = endpoint.checkpoint()
+    taken: list[tuple[bytes, bool]] = []  # every wire taken off the queue that stays: (wire, opened)
     out: list[Envelope] = []
     while queue:
         wire = queue.popleft()
-        header, _ = WireHeader.decode(wire)
+        try:
+            header, _ = WireHeader.decode(wire)
+        except CodecError as exc:
+            _put_back(queue, taken, endpoint, state)
+            raise CodecError(
+                f"wire {len(taken)} queued for {endpoint.pid!r} is malformed ({exc}); dropped, the rest of "
+                "the queue is kept"
+            ) from exc
         if (
             (tag is not None and header.tag != tag)
             or (round is not None and header.round != round)
             or (stage is not None and header.stage != stage)
         ):
-            kept.append(wire)
+            taken.append((wire, False))
             continue
         try:
             out.append(endpoint.open(wire))
         except AuthenticationError:
-            queue.extendleft(reversed(kept))
+            _put_back(queue, taken, endpoint, state)
             raise
-    queue.extendleft(reversed(kept))
+        taken.append((wire, True))
+    queue.extend(w for w, opened in taken if not opened)
     return out
+
+
+def _put_back(queue: deque[bytes], taken: list[tuple[bytes, bool]], endpoint: ChannelEndpoint,
+              state: dict[str, int]) -> None:
+    """Undo a partial drain: every wire taken off goes back to the front, in order, unopened."""
+    queue.extendleft(reversed([w for w, _ in taken]))
+    endpoint.rollback(state)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from securefg.errors import AuthenticationError, ProtocolError, ReplayError
+from securefg.errors import AuthenticationError, CodecError, ProtocolError, ReplayError
 from securefg.federation.channel import ChannelIdentity
 from securefg.federation.envelope import Envelope
 from securefg.federation.party_transport import PartyTransport
@@ -74,3 +74,27 @@ def test_a_replayed_wire_is_rejected():
     cli.deliver([wire])
     with pytest.raises(ReplayError):
         cli.receive("client/0")
+
+
+def test_a_malformed_wire_in_a_delivered_batch_costs_only_itself():
+    srv, cli = _pair()
+    for k in range(2):
+        srv.send(Envelope("server", ("client/0",), 0, "t", f"m{k}".encode()))
+    m0, m1 = srv.take_outbox("client/0")
+    with pytest.raises(CodecError, match=r"wire 1 of the batch for 'client/0' is malformed"):
+        cli.deliver([m0, b"\x00junk", m1])
+    assert [e.payload for e in cli.receive("client/0")] == [b"m0", b"m1"]
+    srv.send(Envelope("server", ("client/0",), 0, "t", b"m2"))  # the channel goes on in order
+    cli.deliver(srv.take_outbox("client/0"))
+    assert [e.payload for e in cli.receive("client/0")] == [b"m2"]
+
+
+def test_a_tampered_wire_is_dropped_and_the_next_honest_one_opens():
+    srv, cli = _pair()
+    for k in range(2):
+        srv.send(Envelope("server", ("client/0",), 0, "t", f"m{k}".encode()))
+    m0, m1 = srv.take_outbox("client/0")
+    cli.deliver([m0[:-1] + bytes([m0[-1] ^ 1]), m1])
+    with pytest.raises(AuthenticationError, match="envelope 0 from 'server'"):
+        cli.receive("client/0")
+    assert [e.payload for e in cli.receive("client/0")] == [b"m1"]

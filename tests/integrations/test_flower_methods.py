@@ -57,11 +57,13 @@ def test_cefgc_under_the_sealed_relay_over_flower_matches_the_in_process_backend
     assert fl["paper_rounds"] == ip["paper_rounds"]
     flower_tr, inproc_tr = transcripts(work, ip)
     assert record_counts(flower_tr) == record_counts(inproc_tr)
-    # the server only ever handled sealed boxes of the models (and the clients' sealing keys,
-    # which it forwarded between clients without reading them)
+    # the server only ever handled sealed boxes of the models (and the clients' sealing keys and
+    # relay membership secrets, which it forwarded between clients without reading them)
     for tr in (flower_tr, inproc_tr):
         forms = {(r.stage, r.form) for r in tr if r.tag == "cefgc/model"}
-        assert forms == {("sealing/publish", Form.KEYS), ("relay/upload", Form.SEALED), ("relay/forward", Form.SEALED)}
+        assert forms == {("sealing/publish", Form.KEYS), ("relay/membership", Form.KEYS),
+                         ("relay/upload", Form.SEALED), ("relay/forward", Form.SEALED)}
+        assert all(r.sender != "server" and r.receiver != "server" for r in tr if r.stage == "relay/membership")
 
 
 def test_fedstruct_under_its_secure_stack_over_flower_matches_the_in_process_backend(tmp_path):

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from securefg.data.synthetic import make_graph_classification
-from securefg.errors import ConfigError
+from securefg.errors import ConfigError, SenderAuthenticationError
 from securefg.experiment_data import degree_features, max_degree
 from securefg.federation.envelope import Form
 from securefg.federation.federation import Federation
@@ -399,3 +399,38 @@ def test_a_client_that_drops_out_before_its_sealed_upload_is_left_out_of_every_b
         assert len(received) == len(fed.parties[other].state["generators"])
     assert {r.sender for r in fed.transcript if r.tag == TAG_MODEL and r.stage == "relay/upload"} == {"client/0", "client/1"}
     assert 0.0 <= out.summary["test_auc"] <= 1.0
+
+
+def test_a_model_the_server_swapped_in_under_the_sealed_relay_is_refused_by_the_party_program(monkeypatch) -> None:
+    # the attack of issue 38 on the party programs: the server seals its own "model" to client/1's
+    # public sealing key and forwards it in place of a real one; client/1 refuses it (by slot:
+    # the relay is shuffled) before training on anything (in process, a party's error ends the run)
+    from securefg.federation.program import relay as program_relay
+    from securefg.protocol.relay.constants import item_binding
+    from securefg.protocol.relay.padding import frame
+    from securefg.protocol.relay.sealed_box import seal
+    from securefg.protocol.relay.sealed_relay import SealedRelay
+
+    method = method_class("cefgc")(_task(), _config())
+    fed = Federation(3, ProtocolStack.load("cefgc"), seed=1)
+    seen: dict[str, Any] = {}
+    real_server, real_route = program_relay._sealed_server, SealedRelay._server_route
+
+    def sealed_server(ex, mech, call, senders, **kw):  # type: ignore[no-untyped-def]
+        seen["call"] = call
+        return real_server(ex, mech, call, senders, **kw)
+
+    def route(self, uploads, targets, *, shuffle):  # type: ignore[no-untyped-def]
+        bundles = real_route(self, uploads, targets, shuffle=shuffle)
+        call = seen["call"]
+        (own,) = [st["own"] for st in fed.parties["client/1"].state["mech/sealing"].values()]  # its public key
+        bundles["client/1"][0] = seal(own.public_bytes, frame(b"forged", "pow2"),
+                                      context=item_binding(call, "client/1", b"item"))
+        return bundles
+
+    monkeypatch.setattr(program_relay, "_sealed_server", sealed_server)
+    monkeypatch.setattr(SealedRelay, "_server_route", route)
+    refused = r"client/1 refused the 'cefgc/model' item in slot 0 .* relay member"
+    with pytest.raises(SenderAuthenticationError, match=refused):
+        RoundRunner(method, fed, rounds=1, progress=False).run()
+    assert "received_models" not in fed.parties["client/1"].state

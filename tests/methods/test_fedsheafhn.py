@@ -86,13 +86,18 @@ def test_generated_weights_reach_only_their_client() -> None:
     # each box opens only with its owner's pseudonym key: another client's key fails
     box = next(r for r in deliveries if r.receiver == "client/0").payload
     from securefg.protocol.mechanism import ExchangeCall
+    from securefg.protocol.relay import sealing_directory
     from securefg.protocol.relay.constants import item_binding
 
     call = ExchangeCall(transport=fed.transport, parties=fed.parties, round=0, tag=TAG_WEIGHTS)
     owner, other = pseudonym_key(call, "client/0"), pseudonym_key(call, "client/1")
-    owner.open(box, context=item_binding(call, pseudonym_of(owner.public_bytes), b"mailbox/reply"))
+    server_key = sealing_directory.own_key(call, "server").public_bytes  # replies are sealed by the server's key
+    binding = item_binding(call, pseudonym_of(owner.public_bytes), b"mailbox/reply")
+    owner.open(box, context=binding, sender_public=server_key)
     with pytest.raises(AuthenticationError):
-        other.open(box, context=item_binding(call, pseudonym_of(owner.public_bytes), b"mailbox/reply"))
+        other.open(box, context=binding, sender_public=server_key)
+    with pytest.raises(AuthenticationError, match="failed authentication"):  # nor without the server's key
+        owner.open(box, context=binding)
     # and what client i installed is row i of the hypernetwork output, under its pseudonym
     server = fed.server.state["sheafhn"]
     assert len(server.order) == len(fed.client_ids)

@@ -9,9 +9,10 @@ role in its own process, through the mechanism's own role functions, and emits t
 * **collect** under ``plaintext``: a ``collect`` step at stage ``plaintext/collect``; each client
   uploads the vector it offered in the clear; its pseudonym is its id.
 * **collect** under ``mailbox``: the sealing keys first (once per session and client: the server
-  publishes its own with the next step; a ``mailbox/publish`` step has the ``shuffler`` publish
-  its own), then a ``collect`` step at stage ``mailbox/upload`` (each client seals its vector to
-  the server inside an onion sealed to the shuffler, under its session pseudonym), then a
+  publishes its own, and its membership secret (:mod:`~securefg.protocol.relay.membership`),
+  with the next step; a ``mailbox/publish`` step has the ``shuffler`` publish its own), then a
+  ``collect`` step at stage ``mailbox/upload`` (each client seals its vector to the server, under
+  the membership secret, inside an onion sealed to the shuffler, under its session pseudonym), then a
   ``mailbox/mix`` step (the shuffler peels, records ``pseudonym -> client``, shuffles, hands the
   batch to the server); the server opens the boxes.
 * **reply** under ``plaintext``: each output goes to the client named by its pseudonym at stage
@@ -52,7 +53,7 @@ from securefg.federation.program.server_runtime import LAYOUT
 from securefg.federation.program.step import Step
 from securefg.protocol.mechanism import ExchangeCall, ExchangeKind
 from securefg.protocol.plaintext import Plaintext
-from securefg.protocol.relay import mailbox, sealing_directory
+from securefg.protocol.relay import mailbox, membership, sealing_directory
 from securefg.protocol.relay.mailbox import Mailbox, MailboxStage
 from securefg.protocol.stack import Resolved
 from securefg.protocol.transform_rules import require_local
@@ -68,6 +69,8 @@ PLAINTEXT_COLLECT = "plaintext/collect"
 PLAINTEXT_REPLY = "plaintext/reply"
 #: The server's record of which clients hold which owner's sealing key (public routing facts).
 LEDGER = "program/mailbox-sealing"
+#: The key of that record listing the clients holding the server's membership secret.
+MEMBERSHIP = "membership"
 
 COLLECT = ExchangeKind.COLLECT
 REPLY = ExchangeKind.REPLY
@@ -169,6 +172,11 @@ def _collect_mailbox(ex: ServerExchange, res: Resolved, tag: str, members: list[
     if missing:
         sealing_directory.publish(call, SERVER, missing)
         session[SERVER].update(missing)
+    # membership.ensure(holders=senders, owners=[server]): what proves an input came from a client
+    missing = [h for h in holders if h not in session.setdefault(MEMBERSHIP, set())]
+    if missing:
+        membership.publish(call, SERVER, missing)
+        session[MEMBERSHIP].update(missing)
     missing = [h for h in holders if h not in session[SHUFFLER]]
     if missing:
         _step_shuffler(ex, action=ACTION_PUBLISH, tag=tag, info={"to": ",".join(missing)})
@@ -294,6 +302,10 @@ class NodeCollect:
             if env.sender not in (SERVER, SHUFFLER):
                 raise ProtocolError(f"{pid} got a sealing key from {env.sender!r} in a mailbox collect")
             sealing_directory.accept(call, pid, env)
+        for env in self.ex.rt.transport.receive(pid, tag=step.tag, round=step.round, stage=membership.STAGE):
+            if env.sender != SERVER:
+                raise ProtocolError(f"{pid} got a membership secret from {env.sender!r} in a mailbox collect")
+            membership.accept(call, pid, env)
         onion = mailbox.seal_upload(call, pid, payload, res.mechanism.params["padding"])
         self.ex.rt.transport.send(mailbox.upload_envelope(call, pid, onion))
 

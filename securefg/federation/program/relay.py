@@ -7,18 +7,25 @@ envelopes (sender, receivers, tag, stage, form, payload sizes), with the mechani
 * **sealed_relay** (:class:`~securefg.protocol.relay.sealed_relay.SealedRelay`, without the
   shuffler): the sealing-key directory first (``sealed_relay/sealing`` step: every recipient whose
   key a sender lacks publishes it, :func:`~securefg.protocol.relay.sealing_directory.publish`, to
-  those senders, through the server, authenticated end to end by the channel keys); then the
-  ``relay/upload`` step (each sender frames and pads its item and seals it to every recipient,
-  one ``relay/upload`` envelope of boxes); the server checks the routing and shuffles each
-  recipient's boxes (``SealedRelay._server_route``) and sends each its ``relay/forward`` bundle;
-  the ``relay/forward`` step (each recipient checks the count and opens its boxes).
+  those senders, and for a shuffled relay its membership secret,
+  :func:`~securefg.protocol.relay.membership.publish`, through the server, encrypted and
+  authenticated end to end by the channel keys); then the ``relay/upload`` step (each sender
+  frames and pads its item and seals it to every recipient, tied to its sender:
+  :func:`~securefg.protocol.relay.sealed_relay.seal_item`, one ``relay/upload`` envelope of
+  boxes); the server checks the routing and shuffles each recipient's boxes
+  (``SealedRelay._server_route``) and sends each its ``relay/forward`` bundle; the
+  ``relay/forward`` step (each recipient checks the count and that every box came from a member,
+  or from its sender when unshuffled, and opens it).
 * **plaintext** (``Plaintext.run_relay``): the items in the clear at ``relay/upload``; the server
   combines them if the method planned a mix (``Plaintext.plan_mix``), shuffles each bundle and
   forwards every item as its own ``relay/forward`` envelope.
 
 Which (holder, owner) sealing keys were published is public routing knowledge: the server keeps
 it in a ledger (shared with the CKKS key setup's, which publishes sealing keys the same way), so
-each key crosses once per session, as ``sealing_directory.ensure`` does in process.
+each key crosses once per session, as ``sealing_directory.ensure`` does in process; membership
+secrets have a ledger of their own (:data:`MEMBER_LEDGER`). Whether the relay is shuffled rides
+in the upload and forward steps' ``shuffle`` info (missing means shuffled): it says how items are
+tied to their senders.
 
 A client offers its item while it handles one of the method's actions
 (:meth:`NodeRelay.offer`); the server then runs the relay; a recipient reads what it got in a
@@ -41,7 +48,7 @@ from securefg.federation.program.halves import client_half
 from securefg.federation.program.step import Step
 from securefg.protocol.mechanism import ExchangeCall, ExchangeKind
 from securefg.protocol.plaintext import Plaintext, _mix
-from securefg.protocol.relay import sealing_directory
+from securefg.protocol.relay import membership, sealing_directory
 from securefg.protocol.relay.blob_list import pack_blobs
 from securefg.protocol.relay.ckks_relay import CKKSRelay
 from securefg.protocol.relay.constants import RelayStage
@@ -56,6 +63,8 @@ ACTION_UPLOAD = "relay/upload"
 ACTION_FORWARD = "relay/forward"
 #: The server's ledger of published sealing keys: ``{(holder, owner), ...}``.
 LEDGER = "program/sealing-keys"
+#: The server's ledger of sent membership secrets: ``{(holder, owner), ...}``.
+MEMBER_LEDGER = "program/membership-secrets"
 RELAY = ExchangeKind.RELAY
 
 
@@ -117,18 +126,23 @@ def _sealed_server(ex: ServerExchange, mech: SealedRelay, call: ExchangeCall, se
                    exclude_self: bool, shuffle: bool) -> list[str]:
     """``SealedRelay.run_relay`` as the server (no shuffler)."""
     rt = ex.rt
-    # --- the sealing-key directory (sealing_directory.ensure): owners publish to holders lacking their key
+    # --- the sealing-key directory (sealing_directory.ensure): owners publish to holders lacking their key,
+    # and for a shuffled relay their membership secret (membership.ensure)
+    members: set[tuple[str, str]] = rt.party.state.setdefault(MEMBER_LEDGER, set())
     need = {o: [h for h in senders if h != o and not _known(ex, h, o)] for o in senders}
-    need = {o: hs for o, hs in need.items() if hs}
-    if need:
-        got = ex.step(list(need), action=ACTION_SEALING, tag=call.tag,
-                      info={f"to.{o}": ",".join(hs) for o, hs in need.items()})
+    need_member = {o: [h for h in senders if h != o and (h, o) not in members] for o in senders} if shuffle else {}
+    owners = [o for o in senders if need.get(o) or need_member.get(o)]
+    if owners:
+        info = {f"to.{o}": ",".join(need[o]) for o in owners if need[o]}
+        info.update({f"member.{o}": ",".join(need_member[o]) for o in owners if need_member.get(o)})
+        got = ex.step(owners, action=ACTION_SEALING, tag=call.tag, info=info)
         for o in got:
             for h in need[o]:
                 _learn(ex, h, o)
+            members.update((h, o) for h in need_member.get(o, []))
         senders = [s for s in senders if s not in rt.dropped]
     # --- each sender seals its item to every recipient and uploads the boxes
-    info = {"recipients": ",".join(senders), "exclude_self": int(exclude_self)}
+    info = {"recipients": ",".join(senders), "exclude_self": int(exclude_self), "shuffle": int(shuffle)}
     answered = ex.step(senders, action=ACTION_UPLOAD, tag=call.tag, stage=RelayStage.UPLOAD, info=info)
     uploads = rt.transport.receive_from(SERVER, sorted(answered), tag=call.tag, round=call.round, stage=RelayStage.UPLOAD)
     if not uploads:
@@ -140,7 +154,8 @@ def _sealed_server(ex: ServerExchange, mech: SealedRelay, call: ExchangeCall, se
         rt.transport.send(Envelope(SERVER, (r,), call.round, call.tag, pack_blobs(bundles.get(r, [])),
                                    stage=RelayStage.FORWARD, form=Form.SEALED))
     got = ex.step(recipients, action=ACTION_FORWARD, tag=call.tag, stage=RelayStage.FORWARD,
-                  info={"senders": ",".join(sorted(uploads)), "exclude_self": int(exclude_self)})
+                  info={"senders": ",".join(sorted(uploads)), "exclude_self": int(exclude_self),
+                        "shuffle": int(shuffle)})
     return sorted(got)
 
 
@@ -219,9 +234,13 @@ class NodeRelay:
     def _on_sealing(self, step: Step) -> None:
         _, call = self._call(step.tag, step.round)
         to = _names(step.info.get(f"to.{self.pid}", ""))
-        if not to:
+        members = _names(step.info.get(f"member.{self.pid}", ""))
+        if not to and not members:
             raise ProtocolError(f"{self.pid} was asked to publish its sealing key for {step.tag!r} to nobody")
-        sealing_directory.publish(call, self.pid, to)
+        if to:
+            sealing_directory.publish(call, self.pid, to)
+        if members:  # refuses any receiver but a client
+            membership.publish(call, self.pid, members)
 
     def _on_upload(self, step: Step) -> None:
         pid, key = self.pid, (step.tag, step.round)
@@ -234,11 +253,15 @@ class NodeRelay:
             self.ex.rt.transport.send(Envelope(pid, (SERVER,), step.round, step.tag, item, stage=RelayStage.UPLOAD))
             return
         assert isinstance(mech, SealedRelay)
-        for env in self.ex.rt.transport.receive(pid, tag=step.tag, round=step.round, stage=sealing_directory.STAGE):
+        transport = self.ex.rt.transport
+        for env in transport.receive(pid, tag=step.tag, round=step.round, stage=sealing_directory.STAGE):
             sealing_directory.accept(call, pid, env)
+        for env in transport.receive(pid, tag=step.tag, round=step.round, stage=membership.STAGE):
+            membership.accept(call, pid, env)
         exclude_self = bool(step.info.get("exclude_self", 1))
         targets = [r for r in _names(step.info.get("recipients", "")) if not (exclude_self and r == pid)]
-        payload = seal_upload(call, pid, item, targets, mech.params["padding"])
+        payload = seal_upload(call, pid, item, targets, mech.params["padding"],
+                              shuffle=bool(step.info.get("shuffle", 1)))
         self.ex.rt.transport.send(Envelope(pid, (SERVER,), step.round, step.tag, payload, stage=RelayStage.UPLOAD,
                                            form=Form.SEALED))
 
@@ -255,7 +278,8 @@ class NodeRelay:
         got = transport.receive_from(pid, [SERVER], tag=step.tag, round=step.round, stage=RelayStage.FORWARD)
         if SERVER not in got:
             raise UnexpectedMessageError(f"{pid} got a {step.tag!r} forward step without its bundle")
-        senders: Sequence[str] = _names(step.info.get("senders", ""))
         exclude_self = bool(step.info.get("exclude_self", 1))
-        expected = sum(1 for s in senders if not (exclude_self and s == pid))
-        self.bundles[key] = open_bundle(call, pid, got[SERVER].payload, expected)
+        named = _names(step.info.get("senders", ""))
+        senders: Sequence[str] = sorted(s for s in named if not (exclude_self and s == pid))
+        self.bundles[key] = open_bundle(call, pid, got[SERVER].payload, senders=senders,
+                                        shuffle=bool(step.info.get("shuffle", 1)))

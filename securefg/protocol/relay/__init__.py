@@ -5,6 +5,9 @@ Mechanisms for the ``relay`` exchange (what each protects against is in its modu
 * ``sealed_relay`` (:mod:`.sealed_relay`): opaque items sealed end to end to each recipient
   (X25519 + HKDF + ChaCha20-Poly1305), padded, CSPRNG-shuffled by the server; optionally routed
   as onions through a ``shuffler`` party (:mod:`.onion`) so the server cannot link them either.
+  Items are tied to their senders so the server cannot swap in its own: shuffled, by a
+  membership secret each recipient shares with its senders (:mod:`.membership`: proves *a*
+  member sealed it, not which); unshuffled, by the sender's static sealing key.
 * ``mailbox`` (:mod:`.mailbox`): not a relay among clients but its mirror for the ``collect`` and
   ``reply`` exchanges: uploads to the server under session pseudonyms through the shuffler, and
   replies sealed back to each pseudonym's owner.
@@ -13,8 +16,8 @@ Mechanisms for the ``relay`` exchange (what each protects against is in its modu
   :mod:`securefg.protocol.ckks` is imported (which this package does), because it builds on the
   CKKS key session and the CKKS package in turn uses this package's sealing primitives.
 
-Building blocks: :mod:`.sealed_box`, :mod:`.sealing_directory`, :mod:`.padding`,
-:mod:`.shuffle`, :mod:`.blob_list`.
+Building blocks: :mod:`.sealed_box`, :mod:`.sealing_directory`, :mod:`.membership`,
+:mod:`.padding`, :mod:`.shuffle`, :mod:`.blob_list`.
 """
 
 from __future__ import annotations

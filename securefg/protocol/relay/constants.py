@@ -20,7 +20,9 @@ class RelayStage:
 def item_binding(call: ExchangeCall, recipient: str, purpose: bytes) -> bytes:
     """Associated data of a sealed item: session, round, tag, recipient and purpose.
 
-    The sender is deliberately absent: a box must not reveal who sealed it.
+    The sender is deliberately absent: a box must not reveal who sealed it. (Where a relay
+    checks senders, the sender's key enters the box's own key derivation instead:
+    :meth:`~securefg.protocol.relay.sealed_box.SealingKey.seal_from`.)
     """
     return length_prefixed(
         b"securefg/relay/v1",

@@ -31,6 +31,14 @@ Protects against:
 * Tampering, replay across rounds or tags, redirection: the boxes open only under their
   binding (:class:`~securefg.errors.AuthenticationError`); drops and duplicates are detected
   by count (:class:`~securefg.errors.ProtocolError`).
+* **The shuffler (or anyone holding the server's public sealing key) swapping in an input of
+  its own**: inner boxes are sealed under the server's membership secret, which only the clients
+  hold (:mod:`.membership`, psk mode: it proves *a* client sealed the input, not which, so the
+  pseudonyms stay unlinkable). A swapped input fails with
+  :class:`~securefg.errors.SenderAuthenticationError` naming its slot in the batch.
+* **The shuffler forging a reply**: replies are sealed with the server's static sealing key
+  (auth mode), which every client holds from ``collect``; a reply the server did not seal fails
+  with :class:`~securefg.errors.SenderAuthenticationError` naming the server.
 
 Does not protect against:
 
@@ -39,6 +47,8 @@ Does not protect against:
   content that identifies its sender (e.g. a distinctive embedding) links it anyway. Add a
   ``dp_gaussian`` transform in ``mode = "local"`` to noise what the server reads.
 * A **colluding server and shuffler**: together they hold the pseudonym -> client map.
+* A client colluding with the shuffler: it holds the membership secret, so the shuffler can swap
+  in an input that client sealed (under a pseudonym of its choosing).
 * Traffic analysis of who takes part; denial of service (detected, not prevented).
 """
 
@@ -48,11 +58,11 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from securefg.errors import ConfigError, ProtocolError
+from securefg.errors import AuthenticationError, ConfigError, ProtocolError, SenderAuthenticationError
 from securefg.federation.envelope import Envelope, Form
 from securefg.federation.party import SHUFFLER, is_client
 from securefg.protocol.mechanism import ExchangeCall, ExchangeKind, Mechanism, register_mechanism
-from securefg.protocol.relay import sealing_directory
+from securefg.protocol.relay import membership, sealing_directory
 from securefg.protocol.relay.blob_list import pack_blobs, unpack_blobs
 from securefg.protocol.relay.constants import item_binding
 from securefg.protocol.relay.padding import frame, padding_problems, unframe
@@ -121,6 +131,7 @@ class Mailbox(Mechanism):
         self._require_shuffler(call)
         senders = sorted(p for p in inputs if p not in call.transport.offline)
         sealing_directory.ensure(call, holders=senders, owners=[call.server, SHUFFLER])
+        membership.ensure(call, holders=senders, owners=[call.server])
         for s in senders:
             call.transport.send(upload_envelope(call, s, seal_upload(call, s, inputs[s], self.params["padding"])))
 
@@ -165,12 +176,14 @@ class Mailbox(Mechanism):
 # ``Mailbox.run_collect``/``run_reply`` play every role in one process; a party program runs
 # each of these in its own party's process (securefg.federation.program.collect).
 def seal_upload(call: ExchangeCall, sender: str, payload: bytes, padding: str | int) -> bytes:
-    """Acting as client ``sender`` (holding the server's and the shuffler's sealing keys): its onion."""
+    """Acting as client ``sender`` (holding the server's and the shuffler's sealing keys and the
+    server's membership secret): its onion."""
     nym_pub = pseudonym_key(call, sender).public_bytes
     inner = seal(
         sealing_directory.peer_public(call, sender, call.server),
         pack_blobs([nym_pub, frame(payload, padding)]),
         context=item_binding(call, call.server, b"mailbox/collect"),
+        psk=membership.secret_of(call, sender, call.server),
     )
     return seal(
         sealing_directory.peer_public(call, sender, SHUFFLER),
@@ -217,13 +230,24 @@ def open_batch(call: ExchangeCall, batch: bytes, *, count: int, name: str = "mai
 
     Raises:
         ProtocolError: A malformed item, a pseudonym twice, or other than ``count`` items.
+        SenderAuthenticationError: An item no client sealed (swapped in by the shuffler), or
+            tampered, or from another round or tag; names its slot in the batch.
     """
     own = sealing_directory.own_key(call, call.server)
+    psk = membership.own_secret(call, call.server)
+    binding = item_binding(call, call.server, b"mailbox/collect")
     known: dict[str, bytes] = call.state_of(call.server, name).setdefault("keys", {})
     out: dict[str, bytes] = {}
-    for box in unpack_blobs(batch, max_count=count):
-        fields = unpack_blobs(own.open(box, context=item_binding(call, call.server, b"mailbox/collect")),
-                              max_count=2)
+    for slot, box in enumerate(unpack_blobs(batch, max_count=count)):
+        try:
+            opened = own.open(box, context=binding, psk=psk)
+        except AuthenticationError as exc:
+            raise SenderAuthenticationError(
+                f"{call.server} refused the {call.tag!r} item in slot {slot} of the shuffler's round-{call.round} "
+                f"batch: no client sealed it (swapped or forged by the shuffler, tampered, or replayed): {exc}",
+                slot=slot,
+            ) from exc
+        fields = unpack_blobs(opened, max_count=2)
         if len(fields) != 2 or len(fields[0]) != PUBLIC_KEY_BYTES:
             raise ProtocolError(f"an item of {call.tag!r} must hold a pseudonym key and a payload")
         nym = pseudonym_of(fields[0])
@@ -249,8 +273,9 @@ def seal_replies(call: ExchangeCall, outputs: Mapping[str, bytes], padding: str 
     if unknown:
         raise ProtocolError(f"{call.tag!r}: reply to pseudonyms {unknown} the server never collected from")
     blobs: list[bytes] = []
-    for nym in sorted(outputs):
-        box = seal(known[nym], frame(outputs[nym], padding), context=item_binding(call, nym, b"mailbox/reply"))
+    own = sealing_directory.own_key(call, call.server)
+    for nym in sorted(outputs):  # auth mode: the owner checks the box came from the server
+        box = own.seal_from(known[nym], frame(outputs[nym], padding), context=item_binding(call, nym, b"mailbox/reply"))
         blobs += [nym.encode(), box]
     return pack_blobs(blobs)
 
@@ -284,6 +309,21 @@ def deliver_envelope(call: ExchangeCall, owner: str, box: bytes) -> Envelope:
 
 
 def open_reply(call: ExchangeCall, owner: str, box: bytes) -> bytes:
-    """Acting as client ``owner``: open its reply with its pseudonym key."""
+    """Acting as client ``owner``: open its reply with its pseudonym key, checking that the server
+    sealed it (with the sealing key the server published to ``owner`` for ``collect``).
+
+    Raises:
+        SenderAuthenticationError: A reply the server did not seal (forged by the shuffler),
+            tampered, or from another round or tag.
+    """
     key = pseudonym_key(call, owner)
-    return unframe(key.open(box, context=item_binding(call, pseudonym_of(key.public_bytes), b"mailbox/reply")))
+    server_public = sealing_directory.peer_public(call, owner, call.server)
+    try:
+        return unframe(key.open(box, context=item_binding(call, pseudonym_of(key.public_bytes), b"mailbox/reply"),
+                                sender_public=server_public))
+    except AuthenticationError as exc:
+        raise SenderAuthenticationError(
+            f"{owner} refused its {call.tag!r} reply of round {call.round}: not sealed by {call.server} (forged by "
+            f"the shuffler, tampered, or replayed): {exc}",
+            sender=call.server,
+        ) from exc
