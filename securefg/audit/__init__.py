@@ -1,7 +1,8 @@
 """Audits: threat models -> attacks on a run (audited stack and plaintext) -> reports and exit codes.
 
 * :mod:`.threat_model` -- TOML threat models, validated into frozen dataclasses.
-* :mod:`.ledger` -- the exposure ledger (who read which tag in the clear), from the transcript.
+* :mod:`.ledger` -- the exposure ledger (who reads which tag, in what form): the transcript for who
+  received what, the mechanisms' exposure declarations (:mod:`securefg.protocol.exposure`) for who reads.
 * :mod:`.auditor` -- runs the method under both stacks and the attacks on each.
 * :mod:`.report` -- :class:`AuditReport`, validated, round-trips through ``audit.json``.
 * :mod:`.render` -- ``report.md`` and ROC plots; :mod:`.protections` -- mechanisms' limits.
