@@ -21,18 +21,18 @@ import math
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import tenseal as ts
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from securefg.protocol.ckks.encrypted_vector import window_size  # noqa: E402
-from securefg.protocol.ckks.presets import PRESETS, CKKSPreset, resolve_preset  # noqa: E402
+from securefg.protocol.ckks.encrypted_vector import window_size
+from securefg.protocol.ckks.presets import PRESETS, CKKSPreset, resolve_preset
 
 
 @dataclass
@@ -42,12 +42,13 @@ class Floor:
     seconds: dict[tuple[str, str], float] = field(default_factory=lambda: defaultdict(float))
     counts: dict[tuple[str, str], int] = field(default_factory=lambda: defaultdict(int))
 
-    def timed(self, flow: str, op: str, fn: Callable[[], Any]) -> Any:
+    @contextmanager
+    def op(self, flow: str, name: str) -> Iterator[None]:
+        """Time one operation of ``flow``."""
         t0 = time.perf_counter()
-        out = fn()
-        self.seconds[(flow, op)] += time.perf_counter() - t0
-        self.counts[(flow, op)] += 1
-        return out
+        yield
+        self.seconds[(flow, name)] += time.perf_counter() - t0
+        self.counts[(flow, name)] += 1
 
     @property
     def total(self) -> float:
@@ -74,66 +75,88 @@ def _chunks(values: np.ndarray, slots: int) -> list[list[float]]:
     return [padded[i * slots:(i + 1) * slots].tolist() for i in range(count)]
 
 
+def _upload(fl: Floor, flow: str, ctx: ts.Context, chunks: list[list[float]]) -> list[bytes]:
+    """A client encrypts and serializes its chunks."""
+    out = []
+    for chunk in chunks:
+        with fl.op(flow, "encrypt"):
+            ct = ts.ckks_vector(ctx, chunk)
+        with fl.op(flow, "serialize"):
+            out.append(ct.serialize())
+    return out
+
+
+def _load(fl: Floor, flow: str, ctx: ts.Context, blobs: list[bytes]) -> list[ts.CKKSVector]:
+    out = []
+    for blob in blobs:
+        with fl.op(flow, "load"):
+            out.append(ts.ckks_vector_from(ctx, blob))
+    return out
+
+
+def _decrypt(fl: Floor, flow: str, ctx: ts.Context, blobs: list[bytes]) -> None:
+    for ct in _load(fl, flow, ctx, blobs):
+        with fl.op(flow, "decrypt"):
+            ct.decrypt()
+
+
 def similarity_floor(fl: Floor, ctx: ts.Context, n: int, length: int, rng: np.random.Generator) -> None:
     """Windowed uploads, every pair's masked product, the key holder's decryptions."""
     window = window_size(length)
-    blobs = []
+    blobs: list[bytes] = []
     for _ in range(n):
         vec = np.zeros(window)
         vec[:length] = rng.standard_normal(length)
-        ct = fl.timed("similarity", "encrypt", lambda: ts.ckks_vector(ctx, vec.tolist()))
-        blobs.append(fl.timed("similarity", "serialize", ct.serialize))
-    cts = [fl.timed("similarity", "load", lambda b=b: ts.ckks_vector_from(ctx, b)) for b in blobs]
+        blobs += _upload(fl, "similarity", ctx, [vec.tolist()])
+    cts = _load(fl, "similarity", ctx, blobs)
     products = []
     for i in range(n):
         for j in range(i, n):
-            prod = fl.timed("similarity", "pair product (dot + mask)", lambda: cts[i].dot(cts[j]) * [1.0])
-            products.append(fl.timed("similarity", "serialize", prod.serialize))
-    for b in products:
-        ct = fl.timed("similarity", "load", lambda b=b: ts.ckks_vector_from(ctx, b))
-        fl.timed("similarity", "decrypt", ct.decrypt)
+            with fl.op("similarity", "pair product (dot + mask)"):
+                prod = cts[i].dot(cts[j]) * [1.0]
+            with fl.op("similarity", "serialize"):
+                products.append(prod.serialize())
+    _decrypt(fl, "similarity", ctx, products)
 
 
 def weights_floor(fl: Floor, ctx: ts.Context, n: int, length: int, slots: int, rng: np.random.Generator) -> None:
     """Full-slot uploads, one unrescaled weighted sum per receiver, each receiver's decryption."""
-    uploads: list[list[bytes]] = []
-    for _ in range(n):
-        chunks = _chunks(rng.standard_normal(length) * 0.1, slots)
-        cts = [fl.timed("weights", "encrypt", lambda c=c: ts.ckks_vector(ctx, c)) for c in chunks]
-        uploads.append([fl.timed("weights", "serialize", ct.serialize) for ct in cts])
-    loaded = [[fl.timed("weights", "load", lambda b=b: ts.ckks_vector_from(ctx, b)) for b in up] for up in uploads]
+    uploads = [_upload(fl, "weights", ctx, _chunks(rng.standard_normal(length) * 0.1, slots)) for _ in range(n)]
+    loaded = [_load(fl, "weights", ctx, up) for up in uploads]
     alpha = rng.dirichlet(np.ones(n), size=n)
     ctx.auto_rescale = False
     mixes: list[list[bytes]] = []
     for i in range(n):
         out = []
         for k in range(len(loaded[0])):
-            acc = fl.timed("weights", "scalar product", lambda: loaded[0][k] * float(alpha[i, 0]))
+            with fl.op("weights", "scalar product"):
+                acc = loaded[0][k] * float(alpha[i, 0])
             for j in range(1, n):
-                term = fl.timed("weights", "scalar product", lambda j=j: loaded[j][k] * float(alpha[i, j]))
-                fl.timed("weights", "add", lambda t=term: acc.add_(t))
-            out.append(fl.timed("weights", "serialize", acc.serialize))
+                with fl.op("weights", "scalar product"):
+                    term = loaded[j][k] * float(alpha[i, j])
+                with fl.op("weights", "add"):
+                    acc.add_(term)
+            with fl.op("weights", "serialize"):
+                out.append(acc.serialize())
         mixes.append(out)
     ctx.auto_rescale = True
     for out in mixes:
-        for b in out:
-            ct = fl.timed("weights", "load", lambda b=b: ts.ckks_vector_from(ctx, b))
-            fl.timed("weights", "decrypt", ct.decrypt)
+        _decrypt(fl, "weights", ctx, out)
 
 
 def sum_floor(fl: Floor, ctx: ts.Context, n: int, length: int, slots: int, rng: np.random.Generator) -> None:
     """An encrypted sum decrypted by the key holder (the metrics)."""
-    blobs = []
+    blobs: list[bytes] = []
     for _ in range(n):
-        for chunk in _chunks(rng.standard_normal(length), slots):
-            ct = fl.timed("metrics", "encrypt", lambda c=chunk: ts.ckks_vector(ctx, c))
-            blobs.append(fl.timed("metrics", "serialize", ct.serialize))
-    cts = [fl.timed("metrics", "load", lambda b=b: ts.ckks_vector_from(ctx, b)) for b in blobs]
+        blobs += _upload(fl, "metrics", ctx, _chunks(rng.standard_normal(length), slots))
+    cts = _load(fl, "metrics", ctx, blobs)
     total = cts[0]
     for ct in cts[1:]:
-        fl.timed("metrics", "add", lambda c=ct: total.add_(c))
-    blob = fl.timed("metrics", "serialize", total.serialize)
-    fl.timed("metrics", "decrypt", fl.timed("metrics", "load", lambda: ts.ckks_vector_from(ctx, blob)).decrypt)
+        with fl.op("metrics", "add"):
+            total.add_(ct)
+    with fl.op("metrics", "serialize"):
+        blob = total.serialize()
+    _decrypt(fl, "metrics", ctx, [blob])
 
 
 def fedpub_floor(*, clients: int, weights: int, embedding: int, metrics: int,
