@@ -17,7 +17,6 @@ server calls :func:`shared_sum`; each client reads the sum with :meth:`SharedSum
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -38,9 +37,8 @@ from securefg.federation.program.server_runtime import LAYOUT
 from securefg.federation.program.step import Step
 from securefg.protocol.mechanism import ExchangeKind
 from securefg.protocol.relay import sealing_directory
-from securefg.protocol.relay.sealed_box import seal
 from securefg.protocol.robust.mechanism import SubgroupRobust
-from securefg.protocol.secure_sum import crypto, group_key
+from securefg.protocol.secure_sum import group_key
 from securefg.protocol.secure_sum import server as ss_server
 from securefg.protocol.secure_sum.blind import BlindSum
 from securefg.protocol.secure_sum.blinded_result import BlindedResult, unblind
@@ -143,8 +141,10 @@ def _secure(ex: Any, mech: SecureSum, tag: str, members: list[str], length: int,
 def _ensure_group_key(ex: Any, tag: str, members: list[str]) -> None:
     """``group_key.ensure_group_key`` by party: clients without the key publish their sealing
     keys to the leader (unless it holds them: the server's sealing-key ledger, shared with the
-    relay's), the leader draws the key (once per session) and seals it to each of them, and the
-    server forwards the boxes unread. The server knows who holds the key: it forwarded the boxes."""
+    relay's), the leader draws the key (once per session), publishes its own sealing key to the
+    receivers lacking it (they open its boxes only under that key) and seals the key to each of
+    them; the server forwards the boxes unread. The server knows who holds the key: it forwarded
+    the boxes."""
     rt = ex.rt
     holders: list[str] = rt.party.state.setdefault(f"mech/{group_key.NAMESPACE}", {}).setdefault(
         "holders", {}).setdefault(rt.transport.session.hex(), [])
@@ -159,9 +159,13 @@ def _ensure_group_key(ex: Any, tag: str, members: list[str]) -> None:
     if lacks:
         for o in ex.step(lacks, action=KEY_ACTION, tag=tag, stage=PUBLISH, info={"leader": leader}):
             relay_program._learn(ex, leader, o)
-    rep = ex.step([leader], action=KEY_ACTION, tag=tag, stage=SEAL, info={"owners": ",".join(receivers)})
+    unknown = [r for r in receivers if not relay_program._known(ex, r, leader)]
+    rep = ex.step([leader], action=KEY_ACTION, tag=tag, stage=SEAL,
+                  info={"owners": ",".join(receivers), "publish_to": ",".join(unknown)})
     if leader not in rep:
         raise ProtocolError(f"{tag!r}: the group-key leader {leader} dropped out")
+    for r in unknown:
+        relay_program._learn(ex, r, leader)
     if leader not in holders:
         holders.append(leader)
     if not receivers:
@@ -261,30 +265,26 @@ class SharedSumHalf:
         """The group key's steps, each as ``group_key.ensure_group_key`` acts as this party."""
         pid = self.rt.party.pid
         _, call = self._call(step.tag, step.round)
-        session = self.rt.transport.session
         if step.stage == PUBLISH:
             sealing_directory.publish(call, pid, [str(step.info["leader"])])
             return None
         if step.stage == SEAL:
             owners = [p for p in str(step.info["owners"]).split(",") if p]
+            publish_to = [p for p in str(step.info.get("publish_to", "")).split(",") if p]
             for env in self.rt.transport.receive(pid, tag=step.tag, round=step.round, stage=sealing_directory.STAGE):
                 sealing_directory.accept(call, pid, env)
-            if group_key.held_key(call, pid) is None:  # the leader draws the key, once per session
-                group_key._keys(call, pid)[session.hex()] = os.urandom(crypto.KEY_BYTES)
-            k = group_key.held_key(call, pid)
-            assert k is not None
-            for r in owners:
-                box = seal(sealing_directory.peer_public(call, pid, r), k, context=group_key._context(session, pid, r))
+            if publish_to:  # the receivers check its boxes against its sealing key
+                sealing_directory.publish(call, pid, publish_to)
+            group_key.draw_key(call, pid)  # the leader draws the key, once per session
+            for r in owners:  # refuses any receiver but another client
+                box = group_key.seal_key(call, pid, r)
                 self.rt.transport.send(Envelope(pid, (SERVER,), step.round, step.tag, length_prefixed(r.encode(), box),
                                                 stage=group_key.STAGE_UP, form=Form.SEALED))
             return None
         if step.stage == OPEN:
-            leader = str(step.info["leader"])
+            for env in self.rt.transport.receive(pid, tag=step.tag, round=step.round, stage=sealing_directory.STAGE):
+                sealing_directory.accept(call, pid, env)
             (env,) = self.rt.transport.receive(pid, tag=step.tag, round=step.round, stage=group_key.STAGE_DOWN)
-            key_r = sealing_directory.own_key(call, pid).open(env.payload, context=group_key._context(session, leader, pid))
-            if len(key_r) != crypto.KEY_BYTES:
-                raise ProtocolError(f"{pid!r} received a group key of {len(key_r)} bytes")
-            group_key._keys(call, pid)[session.hex()] = key_r
+            group_key.open_key(call, pid, str(step.info["leader"]), env.payload)  # only a box its leader sealed
             return None
         raise UnexpectedMessageError(f"{pid} got an unknown group-key stage {step.stage!r}")
-
