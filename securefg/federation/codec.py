@@ -135,7 +135,8 @@ def decode_tensors(
     max_bytes: int = DEFAULT_MAX_BYTES,
     allow_nonfinite: bool = False,
 ) -> dict[str, torch.Tensor]:
-    """Parse bytes produced by :func:`encode_tensors`, validating everything.
+    """Parse bytes produced by :func:`encode_tensors`, validating everything (a bool is the byte
+    0 or 1, so every tensor has one encoding).
 
     Args:
         data (bytes): The payload received from another party.
@@ -185,6 +186,8 @@ def decode_tensors(
             arr = np.frombuffer(buf, dtype=np_dtype).reshape(shape).copy()
         except ValueError as exc:
             raise CodecError(f"{name!r}: shape {tuple(shape)} cannot be built ({exc})") from exc
+        if np_dtype.kind == "b" and arr.view(np.uint8).max(initial=0) > 1:  # one encoding per value
+            raise CodecError(f"{name!r}: a bool field holds bytes other than 0 and 1")
         t = torch.from_numpy(arr)
         if code == _CODE_OF[torch.bfloat16]:
             t = t.view(torch.int16).view(torch.bfloat16)

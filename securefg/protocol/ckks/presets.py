@@ -169,7 +169,7 @@ def resolve_preset(params: Mapping[str, Any]) -> CKKSPreset:
         preset = CKKSPreset("custom", n, tuple(chain), s)
     else:
         name = params.get("preset", "default")
-        if name not in PRESETS:
+        if not isinstance(name, str) or name not in PRESETS:  # an array or table is unhashable
             raise ConfigError(f"Could not resolve CKKS preset {name!r} among choices {sorted(PRESETS)}")
         preset = PRESETS[name]
     problems = preset.problems()

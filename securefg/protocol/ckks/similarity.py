@@ -33,7 +33,7 @@ from collections.abc import Mapping
 
 import torch
 
-from securefg.errors import InvalidInputError, OverflowRiskError
+from securefg.errors import CodecError, InvalidInputError, OverflowRiskError
 from securefg.federation.codec import TensorSpec, decode_tensor, encode_tensor
 from securefg.federation.envelope import Envelope, Form
 from securefg.protocol.ckks.constants import Stage
@@ -98,9 +98,16 @@ def pair_products(
 def release_products(
     secret: SecretContext, payload: bytes, *, count: int, lift2: float, noise: OutputNoise
 ) -> bytes:
-    """Key holder: decrypt the permuted scalars, undo the public lift, flood, encode."""
+    """Key holder: decrypt the permuted scalars, undo the public lift, flood, encode.
+
+    Raises:
+        CodecError: the request does not hold exactly ``count`` encrypted scalars.
+    """
     blobs = unpack_blobs(payload, max_count=count)
-    values = torch.cat([secret.decrypt(secret.load(b, expected_length=1)) for b in blobs]) / lift2
+    if len(blobs) != count:  # an empty list also made torch.cat raise a bare ValueError
+        raise CodecError(f"similarity request holds {len(blobs)} encrypted products, expected {count}")
+    decrypted = [secret.decrypt(secret.load(b, expected_length=1)) for b in blobs]
+    values = (torch.cat(decrypted) if decrypted else torch.zeros(0, dtype=torch.float64)) / lift2
     return encode_tensor(noise(values))
 
 
