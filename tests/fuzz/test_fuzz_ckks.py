@@ -131,16 +131,10 @@ def test_a_mutated_public_context_parses_or_raises_a_typed_error(wire):
 
 
 # --------------------------------------------------------------- lists of CKKS payloads
-_BLOB_LIST_XFAIL = pytest.mark.xfail(
-    strict=True,
-    raises=ValueError,
-    reason="ckks_relay.parse_uploads / decrypt_bundle unpack a received blob list into (head, body) / "
-           "(head, *bodies) without checking its length: a list of fewer items raises a bare "
-           "'not enough values to unpack' ValueError (issue 38, fuzz suite)",
-)
 
 
-@_BLOB_LIST_XFAIL
+
+# found by this suite: a blob list of fewer items raised a bare ValueError when unpacked
 @pytest.mark.parametrize("items", [[], [b"[]"]])
 def test_a_ckks_relay_upload_with_too_few_items_raises_a_typed_error(items):
     from securefg.protocol.relay.ckks_relay import parse_uploads
@@ -149,7 +143,6 @@ def test_a_ckks_relay_upload_with_too_few_items_raises_a_typed_error(items):
         parse_uploads(public(), {"client/0": pack_blobs(items)}, tag="t")
 
 
-@_BLOB_LIST_XFAIL
 def test_an_empty_ckks_relay_bundle_raises_a_typed_error():
     from securefg.protocol.relay.ckks_relay import decrypt_bundle
 

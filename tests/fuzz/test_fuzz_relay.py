@@ -9,7 +9,7 @@ Properties: a parser returns a value or raises its typed error (``CodecError`` f
 layouts, ``AuthenticationError`` for boxes and frames); a box opens exactly to what was sealed,
 and only under its own context, mode and recipient.
 
-Crashes in files being edited by others are pinned here as strict xfails (see the reasons).
+Crashes it found are regression tests here (low-order keys, deeply nested layout headers).
 """
 
 from __future__ import annotations
@@ -127,29 +127,20 @@ def _seal_to(public: bytes, mode: str) -> bytes:
     return seal(public, b"item", context=b"ctx", psk=_PSK if mode == "psk" else None)
 
 
-_LOW_ORDER_XFAIL = pytest.mark.xfail(
-    strict=True,
-    raises=ValueError,
-    reason="sealed_box._seal: sealing to a low-order public key (e.g. 32 zero bytes, which a peer may publish "
-           "as its sealing key or a client as its mailbox pseudonym key) raises a bare ValueError from "
-           "X25519 exchange instead of a typed error (issue 38, fuzz suite)",
-)
-
 
 @FUZZ
 @given(st.binary(min_size=PUBLIC_KEY_BYTES, max_size=PUBLIC_KEY_BYTES), st.sampled_from(("anonymous", "psk", "auth")))
 def test_sealing_to_any_32_byte_key_that_is_not_low_order_works(public, mode):
-    if public in LOW_ORDER_POINTS or int.from_bytes(public, "little") % (2**255) in {
-            int.from_bytes(p, "little") for p in LOW_ORDER_POINTS}:
-        return  # pinned by the strict xfail below until sealed_box.py refuses them with a typed error
     try:
         box = _seal_to(public, mode)
-    except ValueError as exc:  # a low-order point not in the table above
-        raise AssertionError(f"sealing to {public.hex()} raised a bare ValueError: {exc}") from exc
+    except AuthenticationError:  # a low-order point: refused, typed (found by this suite)
+        assert public in LOW_ORDER_POINTS or int.from_bytes(public, "little") % (2**255) in {
+            int.from_bytes(p, "little") for p in LOW_ORDER_POINTS}
+        return
     assert len(box) == PUBLIC_KEY_BYTES + len(b"item") + 16
 
 
-@_LOW_ORDER_XFAIL
+# found by this suite: a bare ValueError from X25519 before the fix
 @pytest.mark.parametrize(("point", "mode"), [(0, "anonymous"), (2, "psk"), (4, "auth")])
 def test_sealing_to_a_low_order_public_key_raises_a_typed_error(point, mode):
     with pytest.raises(SecureFGError, match="key"):
@@ -203,12 +194,7 @@ def test_any_bytes_as_a_layout_header_parse_or_raise_codec_error(data):
     parse_or_typed(decode_layout, data, errors=CodecError)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=RecursionError,
-    reason="ckks_relay.decode_layout: json.loads of a deeply nested header (well under its 1 MiB cap) raises a "
-           "bare RecursionError, which it does not catch (issue 38, fuzz suite)",
-)
+# found by this suite: json.loads raised a bare RecursionError before the fix
 def test_a_deeply_nested_layout_header_raises_codec_error():
     with pytest.raises(CodecError):
         decode_layout(b"[" * 100_000 + b"]" * 100_000)

@@ -66,14 +66,8 @@ toml_values = st.recursive(
 )
 
 
-#: Crashes found in files other engineers are editing (stack.py, secure_sum/settings.py, relay/):
-#: each is pinned by a strict xfail below; the property tests skip inputs that end in one.
-KNOWN = (
-    KnownCrash("securefg/protocol/stack.py", TypeError, "unhashable type",
-               "test_an_unhashable_wire_dtype_is_a_config_error"),
-    KnownCrash("securefg/protocol/secure_sum/settings.py", TypeError, "unhashable type",
-               "test_an_unhashable_secure_sum_prg_is_a_config_error"),
-)
+#: Crashes this suite found are fixed; each keeps a regression test below.
+KNOWN: tuple[KnownCrash, ...] = ()
 
 
 def _load_text(raw: bytes) -> ProtocolStack:
@@ -267,23 +261,19 @@ def test_shipped_stacks_are_found():
     assert len(SHIPPED) >= 10 and os.path.isdir(protocols_dir())
 
 
-# ------------------------------------------------------- crashes pinned until their owners fix them
+# ------------------------------------------------------------- crashes this suite found (regressions)
 def _stack(binding: dict[str, Any]) -> bytes:
     return tomli_w.dumps({"name": "fuzz", "tags": {"t": binding}}).encode()
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError,
-                   reason="stack.py from_dict: `wire not in WIRE_DTYPES` with an array or table wire_dtype raises "
-                          "a bare TypeError (unhashable type) instead of ConfigError (issue 38, fuzz suite)")
+# found by this suite: a bare TypeError (unhashable type) before the fix
 @pytest.mark.parametrize("wire", [[], {}])
 def test_an_unhashable_wire_dtype_is_a_config_error(wire):
     with pytest.raises(ConfigError, match="wire_dtype"):
         _load_text(_stack({"mechanism": "plaintext", "wire_dtype": wire}))
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError,
-                   reason="secure_sum/settings.py validate: `p['prg'] not in {...}` with an array or table prg raises "
-                          "a bare TypeError (unhashable type) instead of ConfigError (issue 38, fuzz suite)")
+# found by this suite: a bare TypeError (unhashable type) before the fix
 @pytest.mark.parametrize("mechanism", ["secure_sum", "blind_sum"])
 def test_an_unhashable_secure_sum_prg_is_a_config_error(mechanism):
     with pytest.raises(ConfigError, match="prg"):

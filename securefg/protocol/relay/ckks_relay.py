@@ -69,13 +69,15 @@ def decode_layout(data: bytes) -> Layout:
         raise CodecError("tensor layout header exceeds 1 MiB")
     try:
         raw = json.loads(data.decode("utf-8"))
+        if not isinstance(raw, list):
+            raise TypeError(f"expected a list of fields, got {type(raw).__name__}")
         fields = tuple(
             (str(n), tuple(int(x) for x in s), _FLOAT_DTYPES[d])
             for n, d, s in raw
             if isinstance(n, str) and isinstance(s, list) and all(isinstance(x, int) and x >= 0 for x in s)
         )
-    except (ValueError, TypeError, KeyError, UnicodeDecodeError) as exc:
-        raise CodecError(f"malformed tensor layout header: {exc}") from exc
+    except (ValueError, TypeError, KeyError, UnicodeDecodeError, RecursionError) as exc:
+        raise CodecError(f"malformed tensor layout header: {type(exc).__name__}: {exc}") from exc
     if len(fields) != len(raw) or not fields:
         raise CodecError("tensor layout header has invalid or no fields")
     return Layout(fields)
@@ -206,7 +208,10 @@ def parse_uploads(
     cts: dict[str, EncryptedVector] = {}
     header = b""
     for s in sorted(payloads):
-        head, body = unpack_blobs(payloads[s], max_count=2)
+        items = unpack_blobs(payloads[s], max_count=2)
+        if len(items) != 2:
+            raise CodecError(f"{s}'s upload for {tag!r} holds {len(items)} items, expected a layout header and a ciphertext")
+        head, body = items
         header = header or head
         if head != header:
             raise ProtocolError(f"{s}'s tensors differ in names/shapes/dtypes from the others' for {tag!r}")
@@ -216,7 +221,10 @@ def parse_uploads(
 
 def decrypt_bundle(secret: SecretContext, payload: bytes, *, own_layout: bytes, max_items: int, pid: str) -> list[bytes]:
     """Recipient: decrypt every item of its bundle and re-encode it as tensors."""
-    head, *bodies = unpack_blobs(payload, max_count=max_items + 1)
+    items = unpack_blobs(payload, max_count=max_items + 1)
+    if not items:
+        raise CodecError(f"{pid} received an empty bundle (no layout header)")
+    head, *bodies = items
     if head != own_layout:
         raise ProtocolError(f"{pid} received tensors whose layout differs from its own")
     layout = decode_layout(head)

@@ -67,7 +67,11 @@ def _seal(recipient_public: bytes, plaintext: bytes, context: bytes, *,
     recipient = X25519PublicKey.from_public_bytes(recipient_public)
     eph = X25519PrivateKey.generate()
     eph_pub = eph.public_key().public_bytes_raw()
-    ikm = eph.exchange(recipient) + (sender.exchange(recipient) if sender is not None else b"")
+    try:
+        ikm = eph.exchange(recipient) + (sender.exchange(recipient) if sender is not None else b"")
+    except ValueError as exc:  # a low-order point gives an all-zero shared secret: anyone could open it
+        raise AuthenticationError("cannot seal to this X25519 public key: it is a low-order point "
+                                  "(a peer published an invalid sealing key)") from exc
     sender_pub = sender.public_key().public_bytes_raw() if sender is not None else None
     key, nonce, aad = _keys(ikm, eph_pub, recipient_public, context, sender_pub=sender_pub, psk=psk)
     return eph_pub + ChaCha20Poly1305(key).encrypt(nonce, plaintext, aad)

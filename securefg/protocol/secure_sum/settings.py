@@ -87,7 +87,7 @@ def validate(params: Mapping[str, Any]) -> list[str]:
     for flag in ("signatures", "relay_sum"):
         if not isinstance(p[flag], bool):
             problems.append(f"{flag!r} must be true or false, got {p[flag]!r}")
-    if p["prg"] not in {g.value for g in Prg}:
+    if not isinstance(p["prg"], str) or p["prg"] not in {g.value for g in Prg}:
         problems.append(f"'prg' must be one of {sorted(g.value for g in Prg)}, got {p['prg']!r}")
     return problems + pinned.validate(p) + range_check.validate(p)
 
