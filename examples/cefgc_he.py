@@ -9,8 +9,9 @@ With no arguments: MUTAG, single-dataset setting, 3 clients, seed 0. It runs
 3. **FedAvg (plaintext)**: the multi-round baseline on the same split (100 rounds);
 4. with ``--with-basic``, **CeFGC (plaintext)**: the basic method, no pair averaging;
 
-and prints one table (AUC, server-client rounds, bytes per party and per round, wall time split
-into diffusion training, sampling, HE/protocol and GNN training). Phase 1 (diffusion training) is
+and prints one table (AUC, rounds, server-client flights, bytes per party and per round, wall time
+split into diffusion training, sampling, HE/protocol and GNN training). How to read it: the README,
+"What the headline example shows". Phase 1 (diffusion training) is
 offline and reusable (the paper excludes it from online time): every client trains its generators
 once into its own cache folder (the clients in parallel processes: the machine has 2 cores), then
 the HE run, its plaintext twin and FedAvg run in parallel and load them; ``--sequential`` does one
@@ -168,8 +169,8 @@ def row(res: dict[str, Any]) -> dict[str, Any]:
         "run": res["label"],
         "stack": res["protocol"],
         "auc": res["metrics"].get("test_auc"),
-        "rounds": res["communication_rounds"],
-        "paper_rounds": pr.get("paper_rounds", "-"),
+        "rounds": pr.get("paper_rounds", res["rounds"]),  # CeFGC's 3 paper rounds; FedAvg's --fedavg-rounds
+        "flights": res["communication_rounds"],  # server-client message sweeps in the transcript
         "MB_total": res["bytes_total"] / 1e6,
         "MB_server_sent/recv": f"{parties.get('server', {}).get('sent', 0) / 1e6:.2f}/{parties.get('server', {}).get('received', 0) / 1e6:.2f}",
         "MB_client_sent/recv": (f"{sum(c['sent'] for c in clients) / len(clients) / 1e6:.2f}/"
@@ -209,7 +210,7 @@ def plot(rows: list[dict[str, Any]], path: Path, title: str) -> None:
     b.set_yscale("log")
     b.set_ylabel("MB exchanged (log)")
     for i, r in enumerate(rows):
-        b.text(i, r["MB_total"], f"{r['rounds']} rounds", ha="center", va="bottom", fontsize=8)
+        b.text(i, r["MB_total"], f"{r['rounds']} rounds, {r['flights']} flights", ha="center", va="bottom", fontsize=8)
     for ax in (a, b):
         ax.tick_params(axis="x", labelrotation=20, labelsize=8)
     fig.suptitle(title, fontsize=9)
@@ -312,7 +313,8 @@ def headline(args: argparse.Namespace) -> int:
     total = time.perf_counter() - start
     summary = (f"\nData: {label}. HE vs plaintext twin: |AUC difference| = {diff:.4f} "
                f"({'within' if diff <= 0.01 else 'OUTSIDE'} 0.01). Total wall time {total:.0f} s.\n"
-               "rounds = server-client flights in the transcript (paper_rounds = CeFGC's 3). MB_helper = key holder "
+               "rounds = the method's rounds (CeFGC: the paper's 3; FedAvg: --fedavg-rounds); flights = server-client "
+               "message sweeps in the transcript (a FedAvg round is 2: the broadcast and the upload). MB_helper = key holder "
                "traffic (keys, decryptions), not server-client. s_diffusion = phase 1 (offline) incl. the sender's "
                "sampler tuning; 'cached' = trained once per client (offline) and reused by every CeFGC run. FedAvg: s_GNN = all rounds. "
                f"Runs {'one after another' if args.sequential else 'in parallel processes'}; s_* are per run.")

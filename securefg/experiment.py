@@ -10,9 +10,8 @@ says which content ran under that name (:mod:`securefg.protocol.stack_identity`)
 from __future__ import annotations
 
 import json
-import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -23,58 +22,11 @@ from securefg.federation.runner import RoundRunner, config_fingerprint
 from securefg.methods.base import Method, MethodConfig, method_class
 from securefg.methods.training import TrainConfig
 from securefg.protocol.stack import ProtocolStack
+from securefg.run_config import RunConfig
 
 #: The run option (``--option patience=N``) that stops training after N rounds without a better
 #: server-side validation score; each method has its own default (``Method.default_patience``).
 PATIENCE = "patience"
-
-
-@dataclass
-class RunConfig:
-    """Everything that defines a run (the CLI's options).
-
-    ``protocol=None`` means the method's protected default stack (secure by default).
-    ``data_seed`` fixes the split and partition apart from the run seed (FED-PUB's protocol
-    keeps one data split, seed 1234, and varies only the run seed); ``None`` uses ``seed``.
-    """
-
-    method: str
-    dataset: str
-    partition: str | None = None
-    clients: int = 10
-    rounds: int = 100
-    protocol: str | None = None
-    seed: int = 0
-    data_seed: int | None = None
-    data_root: str | None = None
-    device: str = "auto"
-    out: str | None = None
-    lr: float | None = None
-    weight_decay: float | None = None
-    local_epochs: int | None = None
-    batch_size: int = 32
-    hidden: int = 0
-    prox_mu: float = 0.0
-    split: tuple[float, float, float] | None = None
-    options: dict[str, Any] = field(default_factory=dict)
-    checkpoint_every: int = 0
-    resume: bool = False
-    progress: bool = True
-    keep_payloads: bool = False
-
-    def __post_init__(self) -> None:
-        """Refuse settings that would run nothing or divide by zero, before any data is loaded."""
-        at_least = {"rounds": 1, "clients": 1, "batch_size": 1, "local_epochs": 1, "hidden": 0, "checkpoint_every": 0}
-        for name, low in at_least.items():
-            value = getattr(self, name)
-            if not (value is None and name == "local_epochs") and (not isinstance(value, int) or value < low):
-                raise ConfigError(f"{name} must be an integer >= {low}, got {value!r}")
-        if self.lr is not None and not (math.isfinite(self.lr) and self.lr > 0):
-            raise ConfigError(f"lr must be finite and > 0, got {self.lr!r}")
-        for name in ("weight_decay", "prox_mu"):
-            rate = getattr(self, name)
-            if rate is not None and not (math.isfinite(rate) and rate >= 0):
-                raise ConfigError(f"{name} must be finite and >= 0, got {rate!r}")
 
 
 def data_seed_of(cfg: RunConfig) -> int:
@@ -175,7 +127,9 @@ def build_result(
     extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The ``result.json`` object."""
+    from securefg.metrics_doc import metrics_doc
     from securefg.protocol.stack_identity import identify
+    from securefg.run_config import dataset_kind
 
     ts = fed.transcript.summary()
     privacy = _privacy(fed, stack)
@@ -197,6 +151,7 @@ def build_result(
         "data_seed": data_seed_of(cfg),
         "rounds": cfg.rounds,
         "metrics": summary,
+        "metrics_doc": metrics_doc(cfg.method, dataset_kind(cfg.dataset), summary),
         "bytes_total": ts["bytes_total"],
         "wire_bytes_total": ts["wire_bytes_total"],
         "bytes_by_tag": ts["bytes_by_tag"],
@@ -247,8 +202,9 @@ def plot_history(history: list[dict[str, Any]], path: Path, *, title: str) -> No
 
     rounds = [h["round"] + 1 for h in history]
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    for key, label in (("mean_val", "mean client validation"), ("mean_test", "mean client test"), ("global_test_auc", "global test AUC"),
-                       ("global_val_auc", "global validation AUC")):
+    for key, label in (("mean_val", "mean client validation"), ("mean_test", "mean client test"),
+                       ("mean_global_test", "global model as broadcast, mean client test"),
+                       ("global_test_auc", "global test AUC"), ("global_val_auc", "global validation AUC")):
         ys = [h.get(key) for h in history]
         if any(isinstance(y, float) for y in ys):
             ax.plot(rounds, [y if isinstance(y, float) else float("nan") for y in ys], label=label)

@@ -64,6 +64,7 @@ from securefg.methods.base import method_class
 from securefg.methods.label_groups import LabelGroups
 from securefg.methods.tasks import GraphTask, NodeTask
 from securefg.methods.training import TrainConfig
+from securefg.run_config import GRAPH_PARTITIONS, PRESETS, SYNTHETIC_GRAPH, SYNTHETIC_NODE, dataset_names
 
 NODE_PARTITIONS = {
     "metis": (MetisPartitioner, (0.2, 0.4, 0.4), True),
@@ -72,14 +73,6 @@ NODE_PARTITIONS = {
     "random": (RandomPartitioner, (0.1, 0.1, 0.8), False),
     "kmeans": (KMeansPartitioner, (0.1, 0.1, 0.8), False),
 }
-GRAPH_PARTITIONS = ("single", "dirichlet", "across_dataset", "across_domain")
-PRESETS = {
-    "protein": ["ENZYMES", "PROTEINS"],
-    "social": ["IMDB-BINARY", "IMDB-MULTI"],
-    "mix": ["MUTAG", "ENZYMES", "IMDB-BINARY", "IMDB-MULTI"],
-}
-SYNTHETIC_NODE = {"csbm", "synthetic-node"}
-SYNTHETIC_GRAPH = {"synthetic-graphs", "synthetic"}
 MAX_DEGREE_FEATURE = 64
 #: Options that configure the data or the backbone, not a method; :func:`split_options` takes them out.
 DATA_OPTIONS = ("features", "alpha", "pooling", "heads", "head_average")
@@ -150,10 +143,7 @@ def _node_task(cfg: Any) -> tuple[NodeTask, dict[str, Any]]:
 
 # ----------------------------------------------------------------------------- graph tasks
 def _datasets_for(cfg: Any) -> list[str]:
-    key = cfg.dataset.lower()
-    if key in PRESETS:
-        return PRESETS[key]
-    return [d for d in cfg.dataset.split("+") if d]
+    return dataset_names(cfg.dataset)
 
 
 def _load_graphs(name: str, cfg: Any) -> list[Data]:

@@ -24,11 +24,16 @@ WHERE_KEYS = frozenset({"seed", "out", "data_root", "device", "progress", "resum
 WHERE_OPTIONS = frozenset({"generator_cache"})
 
 
+#: The headline metrics, in order of preference: graph tasks report ``test_auc``, node tasks ``test_acc``.
+HEADLINE_METRICS = ("test_auc", "test_acc")
+
+
 @dataclass
 class RunGroup:
     """Runs of one configuration (all seeds)."""
 
     label: str
+    metric: str = ""
     seeds: list[int] = field(default_factory=list)
     values: list[float] = field(default_factory=list)
     finals: list[float] = field(default_factory=list)
@@ -38,7 +43,7 @@ class RunGroup:
 
     def row(self) -> dict[str, Any]:
         return {
-            "config": self.label, "runs": len(self.values), "seeds": self.seeds,
+            "config": self.label, "metric": self.metric, "runs": len(self.values), "seeds": self.seeds,
             "mean": _mean(self.values), "std": _std(self.values), "values": self.values,
             "final_mean": _mean(self.finals) if self.finals else None,
             "final_std": _std(self.finals) if self.finals else None,
@@ -83,7 +88,7 @@ def load_result(path: Path) -> dict[str, Any]:
 def _run_defaults() -> dict[str, Any]:
     from dataclasses import MISSING, fields
 
-    from securefg.experiment import RunConfig
+    from securefg.run_config import RunConfig  # not securefg.experiment: no torch for a table
 
     return {f.name: f.default for f in fields(RunConfig) if f.default is not MISSING}
 
@@ -121,14 +126,26 @@ def stack_label(result: dict[str, Any]) -> str:
     return "".join(f" {p}" for p in parts)
 
 
+def headline_metric(result: dict[str, Any]) -> str | None:
+    """The metric a result is judged by: ``test_auc`` when it has one (graph tasks), else ``test_acc``."""
+    m = result.get("metrics") or {}
+    return next((k for k in HEADLINE_METRICS if _is_number(m.get(k))), None)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def summarize(
-    results: Sequence[dict[str, Any]], metric: str = "test_auc", sources: Sequence[str | Path] = ()
+    results: Sequence[dict[str, Any]], metric: str | None = None, sources: Sequence[str | Path] = ()
 ) -> list[dict[str, Any]]:
     """One row per configuration, in the order first seen.
 
     Args:
         results: Loaded ``result.json`` objects.
-        metric: The key of ``metrics`` to average (its ``final_`` twin is reported when present).
+        metric: The key of ``metrics`` to average (its ``final_`` twin is reported when present);
+            ``None`` takes each run's headline (:func:`headline_metric`: ``test_auc`` on graph
+            tasks, ``test_acc`` on node tasks). (default: ``None``)
         sources: Where each result came from (named in errors).
 
     Raises:
@@ -140,18 +157,21 @@ def summarize(
         where = str(sources[i]) if i < len(sources) else f"result #{i}"
         cfg, m = res["config"], res["metrics"]
         label = config_label(cfg) + stack_label(res)
-        if metric not in m or not isinstance(m[metric], int | float):
-            raise InvalidInputError(f"{where} ({label}, seed {cfg.get('seed')}) has no numeric metric {metric!r}")
-        g = groups.setdefault(label, RunGroup(label))
+        key = metric or headline_metric(res)
+        if key is None or not _is_number(m.get(key)):
+            numeric = sorted(k for k, v in m.items() if _is_number(v))
+            raise InvalidInputError(f"{where} ({label}, seed {cfg.get('seed')}) has no numeric metric "
+                                    f"{key or ' or '.join(HEADLINE_METRICS)!r}; its metrics: {numeric} (--metric KEY)")
+        g = groups.setdefault(label, RunGroup(label, key))
         seed = int(cfg.get("seed", 0))
         if (label, seed) in first:
             raise InvalidInputError(f"two runs of {label} with seed {seed}: {first[label, seed]} and {where}; "
                                     "name the files or folders of one of them")
         first[label, seed] = where
         g.seeds.append(seed)
-        g.values.append(float(m[metric]))
-        final = m.get(f"final_{metric}")
-        if isinstance(final, int | float):
+        g.values.append(float(m[key]))
+        final = m.get(f"final_{key}", m.get("final_test") if key == "test_acc" else None)  # node tasks: final_test
+        if _is_number(final):
             g.finals.append(float(final))
         g.flights.append(float(res.get("communication_rounds", math.nan)))
         g.megabytes.append(float(res.get("bytes_total", math.nan)) / 1e6)
@@ -159,15 +179,21 @@ def summarize(
     return [g.row() for g in groups.values()]
 
 
-def to_markdown(rows: Sequence[dict[str, Any]], metric: str) -> str:
-    """The rows as a markdown table (per-seed values in seed order)."""
-    lines = [f"| config | runs | {metric} mean ± std | per seed | final {metric} | flights | MB | wall s |",
-             "|---|---|---|---|---|---|---|---|"]
+def to_markdown(rows: Sequence[dict[str, Any]], metric: str | None = None) -> str:
+    """The rows as a markdown table (per-seed values in seed order); with rows of different
+    metrics (node and graph tasks together) a ``metric`` column says which each row reports."""
+    metrics = {r.get("metric") or metric for r in rows}
+    shown = metric or (metrics.pop() if len(metrics) == 1 else None)
+    name = shown or "score"
+    lines = [(f"| config |{'' if shown else ' metric |'} runs | {name} mean ± std | per seed | final {name} | "
+             "flights | MB | wall s |"),
+             f"|---|{'' if shown else '---|'}---|---|---|---|---|---|---|"]
     for r in rows:
         order = sorted(range(len(r["seeds"])), key=lambda i: r["seeds"][i])
         per_seed = ", ".join(f"{r['values'][i]:.3f}" for i in order)
         final = f"{r['final_mean']:.3f} ± {r['final_std']:.3f}" if r["final_mean"] is not None else "—"
-        lines.append(f"| {r['config']} | {r['runs']} | {r['mean']:.3f} ± {r['std']:.3f} | {per_seed} | {final} | "
+        which = "" if shown else f" {r.get('metric')} |"
+        lines.append(f"| {r['config']} |{which} {r['runs']} | {r['mean']:.3f} ± {r['std']:.3f} | {per_seed} | {final} | "
                      f"{r['flights']:.0f} | {r['mb_total']:.1f} | {r['wall_s']:.0f} |")
     return "\n".join(lines)
 
@@ -180,4 +206,5 @@ def _std(xs: Sequence[float]) -> float:
     return statistics.stdev(xs) if len(xs) > 1 else 0.0
 
 
-__all__ = ["config_label", "find_results", "load_result", "stack_label", "summarize", "to_markdown"]
+__all__ = ["HEADLINE_METRICS", "config_label", "find_results", "headline_metric", "load_result", "stack_label",
+           "summarize", "to_markdown"]

@@ -15,6 +15,21 @@ import tomllib
 
 from securefg.errors import ConfigError
 
+#: The repository root: the shipped ``protocols/`` and ``threat_models/`` folders live there.
+_REPO = Path(__file__).resolve().parents[1]
+
+
+def protocols_dir() -> Path:
+    """Folder of the shipped stacks (``SECUREFG_PROTOCOLS`` overrides)."""
+    env = os.environ.get("SECUREFG_PROTOCOLS")
+    return Path(env) if env else _REPO / "protocols"
+
+
+def threat_models_dir() -> Path:
+    """Folder of the shipped threat models (``SECUREFG_THREAT_MODELS`` overrides)."""
+    env = os.environ.get("SECUREFG_THREAT_MODELS")
+    return Path(env) if env else _REPO / "threat_models"
+
 
 def read_named_toml(path_or_name: str | os.PathLike[str], folder: Path, kind: str) -> tuple[dict[str, Any], Path]:
     """Parse ``path_or_name`` (a file, or a bare name looked up as ``folder/<name>.toml``).

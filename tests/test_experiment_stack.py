@@ -13,7 +13,7 @@ from securefg.experiment import RunConfig, run_experiment
 from securefg.result_summary import load_result, summarize, to_markdown
 
 BORROWED = """
-name = "fedavg-secure-sum"
+name = "fedavg_secure_sum"
 description = "borrowed name: the update travels in plaintext"
 
 [tags."fedavg/model"]
@@ -52,13 +52,13 @@ def _run(tmp_path: Path, protocol: str, out: str) -> dict[str, Any]:
 def test_result_json_marks_a_stack_that_borrows_a_shipped_name(tmp_path: Path) -> None:
     (tmp_path / "mine.toml").write_text(BORROWED)
     res = _run(tmp_path, str(tmp_path / "mine.toml"), "borrowed")
-    assert res["protocol"] == "fedavg-secure-sum"
+    assert res["protocol"] == "fedavg_secure_sum"
     stack = res["stack"]
-    assert stack["name"] == "fedavg-secure-sum" and len(stack["sha256"]) == 64
+    assert stack["name"] == "fedavg_secure_sum" and len(stack["sha256"]) == 64
     assert (stack["shipped"], stack["name_shadows_shipped"]) == (False, True)
     assert res["failed_protections"] == []
     row = summarize([load_result(tmp_path / "borrowed" / "result.json")], metric="test_acc")[0]
-    assert f"stack=fedavg-secure-sum@{stack['sha256'][:12]} [NOT the shipped stack of that name]" in row["config"]
+    assert f"stack=fedavg_secure_sum@{stack['sha256'][:12]} [NOT the shipped stack of that name]" in row["config"]
     assert "NOT the shipped stack" in to_markdown([row], "test_acc")
 
 

@@ -87,3 +87,29 @@ def test_python_dash_m_runs_the_same_cli(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-m", "securefg", "summarize", str(tmp_path / "none")], cwd=root,
                          capture_output=True, text=True, timeout=120, check=False)
     assert out.returncode == 2 and "none" in out.stderr
+
+
+def _node_result(root: Path, name: str, seed: int, acc: float) -> None:
+    folder = root / name
+    folder.mkdir(parents=True)
+    cfg = {"method": "fedavg", "dataset": "Cora", "rounds": 5, "seed": seed}
+    res = {"config": cfg, "metrics": {"test_acc": acc, "final_test": acc - 0.1, "best_round": 2},
+           "communication_rounds": 10, "bytes_total": 1_000_000, "wall_seconds": 2.0}
+    (folder / "result.json").write_text(json.dumps(res))
+
+
+def test_without_metric_each_run_is_judged_by_its_headline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Node runs report test_acc, graph runs test_auc: summarize picks each, and says which."""
+    _node_result(tmp_path / "node", "s0", 0, 0.6)
+    _node_result(tmp_path / "node", "s1", 1, 0.8)
+    assert main(["summarize", str(tmp_path / "node")]) == 0
+    out = capsys.readouterr().out
+    assert "| config | runs | test_acc mean ± std |" in out
+    assert "| fedavg Cora rounds=5 | 2 | 0.700 ± 0.141 | 0.600, 0.800 | 0.600 ± 0.141 |" in out  # final_test
+    _write(tmp_path / "graph", "a", 0, 0.9)
+    assert main(["summarize", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "| config | metric | runs | score mean ± std |" in out
+    assert "| fedavg Cora rounds=5 | test_acc | 2 |" in out and "| cefgc MUTAG clients=3 rounds=1 | test_auc | 1 |" in out
+    assert main(["summarize", str(tmp_path / "node"), "--metric", "test_auc"]) == 2
+    assert "has no numeric metric 'test_auc'; its metrics: ['best_round', 'final_test', 'test_acc']" in capsys.readouterr().err

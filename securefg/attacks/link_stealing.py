@@ -175,8 +175,13 @@ class LinkStealing(Attack):
         if _own_mix(ctx) is not None:
             return Support(True)
         prof = profile_for(ctx.view.tags())
-        if prof is None or not UpdateSource(ctx.view, prof).rounds:
+        src = UpdateSource(ctx.view, prof) if prof is not None else None
+        if src is None or not src.rounds:
             return Support(False, "no readable model in the adversary's view")
+        ref = src.reference(src.rounds[-1])
+        if ref is not None and "conv1.lin.weight" not in ref:  # FedSage's GraphSage also travels as fedavg/model
+            return Support(False, "needs the GCN backbone (conv1/conv2/clsif); this run's model is another "
+                                  "(FedSage's GraphSage)")
         return Support(True)
 
     def challenge(self, truth: GroundTruth, adv: AdversaryContext, generator: torch.Generator) -> Challenge:

@@ -1,6 +1,6 @@
 """What the audit report says about the audited stack itself: which content ran, what it waived.
 
-A report that names its stack (``fedavg-secure-sum``) vouches for that stack's protections. Two
+A report that names its stack (``fedavg_secure_sum``) vouches for that stack's protections. Two
 things break the link, and a reviewer must see both next to the name: a user stack that borrows
 a shipped stack's name with other content (:mod:`securefg.protocol.stack_identity`), and
 protections the stack voids on purpose with ``unsafe = "<reason>"``

@@ -33,23 +33,14 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from securefg.errors import ConfigError
-from securefg.toml_files import read_named_toml, top_level_problems
+from securefg.toml_files import read_named_toml, threat_models_dir, top_level_problems
 
 _TOP_KEYS = {"name", "description", "assumptions", "adversary", "side_knowledge", "attacks"}
 _ADVERSARY_KEYS = {"parties", "behaviour"}
 _PARTY = re.compile(r"^(server|keyholder|shuffler|client/\d+)$")
-
-
-def threat_models_dir() -> Path:
-    """Folder of the shipped threat models (``SECUREFG_THREAT_MODELS`` overrides)."""
-    env = os.environ.get("SECUREFG_THREAT_MODELS")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[2] / "threat_models"
 
 
 class Behaviour(str, enum.Enum):

@@ -10,8 +10,11 @@ from typing import Any
 def register(sub: Any) -> None:
     p = sub.add_parser("summarize", help="mean ± std over seeds of many runs' result.json, one row per configuration")
     p.add_argument("paths", nargs="+", help="result.json files or folders searched for them")
-    p.add_argument("--metric", default="test_auc", help="a key of result.json's metrics (default: test_auc)")
-    p.add_argument("--format", choices=("markdown", "json"), default="markdown")
+    p.add_argument("--metric", default=None,
+                   help="a key of result.json's metrics (default: each run's headline: test_auc on graph tasks, "
+                        "test_acc on node tasks)")
+    p.add_argument("--format", choices=("markdown", "json"), default="markdown",
+                   help="markdown table or the rows as JSON (default: markdown)")
     p.set_defaults(func=run)
 
 

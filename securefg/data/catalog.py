@@ -101,6 +101,37 @@ _SPECS: tuple[DatasetSpec, ...] = (
 #: Every known dataset by canonical name, in display order.
 CATALOG: dict[str, DatasetSpec] = {spec.name: spec for spec in _SPECS}
 
+#: Each dataset's size as PyG loads it from the raw files (no preprocessing): ``nodes``, ``edges``
+#: (directed, each undirected edge twice), ``features`` and ``classes``; graph datasets also
+#: ``graphs``. ``securefg datasets`` prints these without loading anything; a realdata test checks
+#: them against loading (``securefg datasets --verify`` loads and counts).
+STATS: dict[str, dict[str, int]] = {
+    "Cora": {"nodes": 2708, "edges": 10556, "features": 1433, "classes": 7},
+    "CiteSeer": {"nodes": 3327, "edges": 9104, "features": 3703, "classes": 6},
+    "PubMed": {"nodes": 19717, "edges": 88648, "features": 500, "classes": 3},
+    "Computers": {"nodes": 13752, "edges": 491722, "features": 767, "classes": 10},
+    "Photo": {"nodes": 7650, "edges": 238162, "features": 745, "classes": 8},
+    "CS": {"nodes": 18333, "edges": 163788, "features": 6805, "classes": 15},
+    "Physics": {"nodes": 34493, "edges": 495924, "features": 8415, "classes": 5},
+    "chameleon": {"nodes": 2277, "edges": 36101, "features": 2325, "classes": 5},
+    "squirrel": {"nodes": 5201, "edges": 217073, "features": 2089, "classes": 5},
+    "Actor": {"nodes": 7600, "edges": 30019, "features": 932, "classes": 5},
+    "Minesweeper": {"nodes": 10000, "edges": 78804, "features": 7, "classes": 2},
+    "Amazon-ratings": {"nodes": 24492, "edges": 186100, "features": 300, "classes": 5},
+    "MUTAG": {"graphs": 188, "nodes": 3371, "edges": 7442, "features": 7, "classes": 2},
+    "PROTEINS": {"graphs": 1113, "nodes": 43471, "edges": 162088, "features": 3, "classes": 2},
+    "ENZYMES": {"graphs": 600, "nodes": 19580, "edges": 74564, "features": 3, "classes": 6},
+    "NCI1": {"graphs": 4110, "nodes": 122747, "edges": 265506, "features": 37, "classes": 2},
+    "DD": {"graphs": 1178, "nodes": 334925, "edges": 1686092, "features": 89, "classes": 2},
+    "IMDB-BINARY": {"graphs": 1000, "nodes": 19773, "edges": 193062, "features": 136, "classes": 2},
+    "IMDB-MULTI": {"graphs": 1500, "nodes": 19502, "edges": 197806, "features": 89, "classes": 3},
+    "COX2": {"graphs": 467, "nodes": 19252, "edges": 40578, "features": 35, "classes": 2},
+    "BZR": {"graphs": 405, "nodes": 14479, "edges": 31070, "features": 53, "classes": 2},
+    "DHFR": {"graphs": 756, "nodes": 32075, "edges": 67352, "features": 53, "classes": 2},
+    "PTC_MR": {"graphs": 344, "nodes": 4915, "edges": 10108, "features": 18, "classes": 2},
+    "AIDS": {"graphs": 2000, "nodes": 31385, "edges": 64780, "features": 38, "classes": 2},
+}
+
 # Names used in the papers and their code that differ from PyG's spelling.
 _ALIASES: dict[str, str] = {
     "computer": "Computers",

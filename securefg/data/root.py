@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import TypeVar
 
 from securefg.data.catalog import DatasetSpec, get_spec
-from securefg.data.safe_processed import check_processed, strict_pyg_loads
 from securefg.errors import DatasetFileError, DatasetNotFoundError, SecureFGError, UnsafeDataFileError
 
 try:  # POSIX advisory locks; elsewhere concurrent first loads of one dataset are not serialised
@@ -96,7 +95,8 @@ def not_found_error(
     lines = [
         f"Dataset {spec.name!r} is not available: missing raw files in {raw}: {', '.join(missing)}.",
         f"Expected folder {raw} with files: {', '.join(spec.raw_files)}.",
-        f"Put the raw files there (PyG layout), or pass root= / set {ENV_DATA} to a folder that has them.",
+        (f"Put the raw files there (PyG layout), or point the data root at a folder that has them: "
+         f"`--data-root DIR` on the command line, `export {ENV_DATA}=DIR`, or `root=DIR` in Python."),
     ]
     if cause is not None:
         lines.append(f"PyG could not download them either ({type(cause).__name__}: {cause}).")
@@ -218,6 +218,8 @@ def open_with_pyg(name: str, root: str | os.PathLike[str] | None, *, build: Call
         UnsafeDataFileError: A raw or processed file names code outside the readers' allow-lists.
         DatasetFileError: A raw or processed file is truncated or corrupt.
     """
+    from securefg.data.safe_processed import check_processed, strict_pyg_loads  # torch: only when loading
+
     spec = get_spec(name)
     src_root = resolve_root(root)
     with dataset_lock(work_root(src_root), spec.name):

@@ -1,8 +1,10 @@
 """The round runner: drives a method round by round with progress, timing and checkpoints.
 
 A checkpoint (``<out>/checkpoint.pt`` plus ``<out>/transcript.jsonl``) is written every
-``checkpoint_every`` rounds and at the end; ``resume=True`` continues from it, so an
-interrupted run loses at most the rounds since the last checkpoint. The checkpoint is our
+``checkpoint_every`` rounds and at the end, and only then: ``checkpoint_every=0`` (the default)
+writes none, since a checkpoint holds every party's state (25 MB for FedAvg on Cora) and nobody
+asked for it. ``resume=True`` continues from it, so an interrupted run loses at most the rounds
+since the last checkpoint. The checkpoint is our
 own local file, read with ``torch.load(weights_only=True)`` (no arbitrary objects).
 
 **Early stopping** (``patience > 0``): the server stops after ``patience`` rounds in which the
@@ -62,7 +64,8 @@ class RoundRunner:
         fed (Federation): The parties and network.
         rounds (int): Number of rounds.
         out_dir (Path, optional): Where checkpoints go. (default: none, no checkpoints)
-        checkpoint_every (int): Rounds between checkpoints; 0 = only at the end. (default: ``0``)
+        checkpoint_every (int): Rounds between checkpoints (one also at the end); 0 = no
+            checkpoint at all. (default: ``0``)
         resume (bool): Continue from ``out_dir``'s checkpoint. (default: :obj:`False`)
         fingerprint (str): Configuration hash stored in (and checked against) checkpoints.
         progress (bool): Show a progress bar on stderr. (default: :obj:`True`)
@@ -114,7 +117,7 @@ class RoundRunner:
                 history.append(session.row(r))
                 bar(r, history[-1])
                 last = server._ran_out(view) or r == self.rounds - 1
-                if self.out_dir is not None and (last or (self.checkpoint_every and (r + 1) % self.checkpoint_every == 0)):
+                if self.out_dir is not None and self.checkpoint_every and (last or (r + 1) % self.checkpoint_every == 0):
                     self._save(r + 1, history, view)
 
             server.on_round = on_round

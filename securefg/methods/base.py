@@ -98,8 +98,11 @@ class Method:
             raise ConfigError(f"method {self.name!r} does not support {task.kind} tasks (supports {sorted(self.tasks)})")
         unknown = set(config.options) - set(self.option_defaults)
         if unknown:
+            from securefg.commands.option_list import accepted_options
+
             raise ConfigError(
-                f"unknown option(s) {sorted(unknown)} for method {self.name!r} (known: {sorted(self.option_defaults)})"
+                f"unknown option(s) {sorted(unknown)} for method {self.name!r}; it accepts "
+                f"{sorted(accepted_options(self.name))} (`securefg run --list-options {self.name}` says what each does)"
             )
         self.task = task
         self.config = config

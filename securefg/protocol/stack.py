@@ -3,7 +3,7 @@
 A stack file binds tag patterns (exact tags or globs such as ``"fedavg/*"``) to a mechanism
 and its parameters, plus optional transforms (DP noise, clipping)::
 
-    name = "fedavg-secure-sum"
+    name = "fedavg_secure_sum"
     description = "FedAvg updates through SecAgg+; the model broadcast in the clear."
 
     [tags."fedavg/model"]
@@ -34,7 +34,6 @@ import fnmatch
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -48,20 +47,12 @@ from securefg.protocol.mechanism import (
     mechanism_class,
     transform_class,
 )
-from securefg.toml_files import read_named_toml, top_level_problems
+from securefg.toml_files import protocols_dir, read_named_toml, top_level_problems
 
 _BINDING_KEYS = {"mechanism", "params", "transforms", "wire_dtype", "unsafe"}
 WIRE_DTYPES = {"float64": torch.float64, "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 """Precisions a binding's ``wire_dtype`` may ask for floating tensors to travel in."""
 _TOP_KEYS = {"name", "description", "tags", "unsafe"}
-
-
-def protocols_dir() -> Path:
-    """Folder of the shipped stacks (``SECUREFG_PROTOCOLS`` overrides)."""
-    env = os.environ.get("SECUREFG_PROTOCOLS")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[2] / "protocols"
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Which stack a run used: its content hash, and whether it is the shipped stack its name says.
 
 A result names its stack, but a name is only a claim: a user file can call itself
-``fedavg-secure-sum`` and carry the update in plaintext. Every result therefore also records
+``fedavg_secure_sum`` and carry the update in plaintext. Every result therefore also records
 the SHA-256 of the stack's canonical content (:meth:`ProtocolStack.content`: name,
 description, ``unsafe`` markers and every binding; not the path it was read from), whether that
 content is one of the shipped stacks, and whether the name borrows a shipped stack's name (or

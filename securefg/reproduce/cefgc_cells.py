@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from securefg.errors import ConfigError
-from securefg.experiment import RunConfig
+from securefg.run_config import RunConfig
 
 
 @dataclass(frozen=True)

@@ -21,17 +21,19 @@ from pathlib import Path
 from typing import Any
 
 from securefg.errors import InvalidInputError
-from securefg.experiment import RunConfig, run_experiment
 from securefg.reproduce.cefgc_cells import Cell, run_config
 from securefg.reproduce.cell_ledger import CellLedger, compact_record
 from securefg.result_summary import load_result
+from securefg.run_config import RunConfig
 
 RunFn = Callable[[RunConfig], dict[str, Any]]
 
 
 @dataclass
 class CellOutcome:
-    """What happened to one cell: ``"done"`` (found finished), ``"ran"`` or ``"failed"``."""
+    """What happened to one cell: ``"ran"`` (here, now), ``"done"`` (its run folder under the output
+    root already held a result), ``"recorded"`` (only the ledger had it: it ran elsewhere, earlier,
+    and was not rerun) or ``"failed"``."""
 
     cell: Cell
     status: str
@@ -73,7 +75,7 @@ def run_cells(
     device: str = "auto",
     data_root: str | None = None,
     generator_cache: str | Path | None = None,
-    run_fn: RunFn = run_experiment,
+    run_fn: RunFn | None = None,
     show_progress: bool = True,
     ledger: CellLedger | None = None,
 ) -> list[CellOutcome]:
@@ -86,20 +88,28 @@ def run_cells(
         data_root (str, optional): Dataset root (default: ``$SECUREFG_DATA``).
         generator_cache (str | Path, optional): Folder of cached CeFGC generators, shared by all
             cells, so CeFGC+ reuses CeFGC's and a rerun reuses both.
-        run_fn (Callable): The experiment function (tests count its calls).
+        run_fn (Callable, optional): The experiment function (tests count its calls). (default:
+            :func:`securefg.experiment.run_experiment`, imported only when a cell runs)
         show_progress (bool): A rich bar on a terminal, plain lines otherwise. (default: ``True``)
         ledger (CellLedger, optional): Where finished cells are recorded; its cells count as finished.
 
     Returns:
         One :class:`CellOutcome` per cell, in order.
     """
+    if run_fn is None:
+        from securefg.experiment import run_experiment
+
+        run_fn = run_experiment
     outcomes: list[CellOutcome] = []
     with CellProgress(len(cells), enabled=show_progress) as progress:
         for i, cell in enumerate(cells):
             found = finished_result(cell, out_root, ledger)
             if found is not None:
-                outcomes.append(CellOutcome(cell, "done", found))
-                progress.finished(i, cell, "done (kept)", found)
+                here = (cell.folder(out_root) / "result.json").is_file()
+                outcomes.append(CellOutcome(cell, "done" if here else "recorded", found))
+                where = ledger.path if ledger is not None else "the ledger"
+                progress.finished(i, cell, "finished earlier (kept)" if here else f"recorded in {where}, not rerun",
+                                  found)
                 continue
             progress.starting(i, cell)
             cfg = run_config(cell, out_root=out_root, device=device, data_root=data_root, generator_cache=generator_cache)

@@ -62,6 +62,6 @@ def test_robust_median_over_secure_subgroup_sums_cuts_boosted_attacks(mild_task:
         r = got[name]
         assert r.status == "ran", (name, r.reason)
         row = r.outcome.details["defences"][0]
-        assert row["defence"] == "robust" and row["stack"].startswith("fedavg-secure-sum+robust_median")
+        assert row["defence"] == "robust" and row["stack"].startswith("fedavg_secure_sum+robust_median")
         assert r.outcome.value >= 0.3, (name, r.outcome.value)
         assert row["accuracy_drop"] <= r.outcome.value / 2, (name, r.outcome.value, row)

@@ -108,7 +108,7 @@ DESCRIBED: dict[str, dict[str, Described]] = {
         "cefgc/init": d(C, "plus W0 in the clear."),
         "cefgc/weights": d(K, "the keyholder decrypts the sum only and hands it to the server, which learns the mean."),
     },
-    "fedavg-ckks": {
+    "fedavg_ckks": {
         "fedavg/model": d(C, "The global model is broadcast in the clear."),
         "fedavg/update": d(K, "learns the weighted sums, flooded with 2^-20 Gaussian noise by the key holder (the "
                               "lowest-numbered client, or a 'keyholder' party when present), which learns the same "
@@ -123,7 +123,7 @@ DESCRIBED: dict[str, dict[str, Described]] = {
         "fedavg/metrics": d(S, "fedavg/metrics (each client's validation and test accuracy) reaches the server in "
                                "plaintext, without noise"),
     },
-    "fedavg-secure-sum": {
+    "fedavg_secure_sum": {
         "fedavg/model": d(C, "The global model is broadcast in the clear: it is public to every client by design."),
         "fedavg/update": d(S, "the server learns only the weighted sum over the clients that survived the round"),
         "fedavg/metrics": d(S, "every client update and evaluation metric summed through SecAgg+ (secure_sum): the "

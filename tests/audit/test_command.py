@@ -24,7 +24,7 @@ def test_audit_writes_a_valid_report_and_passes_with_secure_sum(audited: tuple[i
     code, out = audited
     rep = AuditReport.from_json((out / "audit.json").read_text())
     assert code == rep.exit_code == 0
-    assert rep.run["protocol"] == "fedavg-secure-sum" and rep.run["plaintext_protocol"] == "plaintext"
+    assert rep.run["protocol"] == "fedavg_secure_sum" and rep.run["plaintext_protocol"] == "plaintext"
     by = {a.key: a for a in rep.attacks}
     assert by["label_inference"].value == pytest.approx(0.5) and by["label_inference"].plaintext_value > 0.5
     assert by["diffusion_membership"].status == "skipped"

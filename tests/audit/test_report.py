@@ -21,7 +21,7 @@ def _report(**over) -> AuditReport:
                     reason="needs side knowledge"),
     )
     kw = {"threat_model": {"name": "t", "adversary": {"parties": ["server"], "behaviour": "honest-but-curious"}},
-              "run": {"method": "fedavg", "dataset": "csbm", "protocol": "fedavg-secure-sum", "plaintext_protocol": "plaintext",
+              "run": {"method": "fedavg", "dataset": "csbm", "protocol": "fedavg_secure_sum", "plaintext_protocol": "plaintext",
                    "seed": 0},
               "ledger": (LedgerRow("fedavg/update", ("client/0",), (), {"masked": ("server",)}, {"masked": 10}, 2, 1),),
               "plaintext_ledger": (LedgerRow("fedavg/update", ("client/0",), ("server",), {}, {"plaintext": 8}, 1, 1),),

@@ -12,7 +12,7 @@ from securefg.audit.report import AuditReport
 from securefg.protocol.stack import ProtocolStack
 from securefg.protocol.stack_identity import identify
 
-WAIVED = ProtocolStack.from_dict({"name": "fedavg-secure-sum", "tags": {
+WAIVED = ProtocolStack.from_dict({"name": "fedavg_secure_sum", "tags": {
     "fedavg/model": {"mechanism": "plaintext"},
     "fedavg/update": {"mechanism": "secure_sum", "params": {"threshold": 0.5}, "unsafe": "dropout study"},
     "fedavg/metrics": {"mechanism": "secure_sum"}}})
@@ -49,7 +49,7 @@ def test_the_report_names_a_waived_protection_its_tag_and_reason() -> None:
 
 def test_the_report_says_when_the_audited_stack_only_borrows_a_shipped_name() -> None:
     md = render_markdown(_report(WAIVED))
-    assert "**NOT the shipped stack 'fedavg-secure-sum'" in md
+    assert "**NOT the shipped stack 'fedavg_secure_sum'" in md
     shipped = render_markdown(_report(ProtocolStack.load("fedavg_secure_sum")))
     assert "shipped as `fedavg_secure_sum`" in shipped
     assert "NOT the shipped stack" not in shipped and "Failed protections" not in shipped

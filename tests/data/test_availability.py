@@ -52,3 +52,13 @@ def test_available_datasets_filters_by_kind_and_the_cli_accepts_it(tmp_path: Pat
     assert main(["datasets", "--data-root", str(tmp_path), "--kind", "graph"]) == 0
     out = capsys.readouterr().out
     assert "MUTAG" in out and "Cora" not in out
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("name", ["Cora", "MUTAG"])
+def test_catalog_sizes_are_what_loading_finds(data_root: Path, name: str) -> None:
+    """``securefg datasets`` prints the catalog's sizes without loading; they must be the loaded ones."""
+    from securefg.data.catalog import STATS
+
+    (status,) = available_datasets(data_root, names=[name])
+    assert status.status == "ok" and status.counts == STATS[name]

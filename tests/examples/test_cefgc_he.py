@@ -23,8 +23,9 @@ def test_without_mutag_it_says_so_and_reports_the_synthetic_run(load_example, tm
     assert list(rows) == ["CeFGC+ (HE)", "CeFGC+ (plaintext)", "FedAvg (plaintext)"]
     assert rows["CeFGC+ (HE)"]["stack"] == "cefgc_plus" and rows["CeFGC+ (plaintext)"]["stack"] == "plaintext"
     for cefgc in ("CeFGC+ (HE)", "CeFGC+ (plaintext)"):
-        assert rows[cefgc]["paper_rounds"] == rows[cefgc]["rounds"] == 3  # three server-client flights
-    assert rows["FedAvg (plaintext)"]["rounds"] == 2 * 3  # a broadcast and an upload per round
+        assert rows[cefgc]["rounds"] == rows[cefgc]["flights"] == 3  # the paper's three rounds, one flight each
+    assert rows["FedAvg (plaintext)"]["rounds"] == 3  # --fedavg-rounds, as asked
+    assert rows["FedAvg (plaintext)"]["flights"] == 2 * 3  # a broadcast and an upload per round
     assert abs(rows["CeFGC+ (HE)"]["auc"] - rows["CeFGC+ (plaintext)"]["auc"]) == pytest.approx(
         report["he_vs_plaintext_auc_diff"])
     assert rows["CeFGC+ (HE)"]["MB_total"] > rows["CeFGC+ (plaintext)"]["MB_total"]  # ciphertexts are larger

@@ -113,7 +113,9 @@ class _Scripted(Method):
 def _scripted_run(scores: list[float], patience: int, tmp_path: Any = None) -> tuple[_Scripted, Any]:
     method = _Scripted(scores)
     fed = Federation(3, ProtocolStack.load("plaintext"), seed=0)
-    out = RoundRunner(method, fed, rounds=len(scores), patience=patience, progress=False, out_dir=tmp_path).run()
+    every = 10 if tmp_path is not None else 0  # a checkpoint at the stop (none unless asked)
+    out = RoundRunner(method, fed, rounds=len(scores), patience=patience, progress=False, out_dir=tmp_path,
+                      checkpoint_every=every).run()
     return method, out
 
 
@@ -173,3 +175,15 @@ def test_redirected_stderr_gets_plain_progress_lines(capsys, monkeypatch):
     assert [ln.split(" (")[0] for ln in lines] == [
         "scripted: round 1/3 val=0.1000", "scripted: round 2/3 val=0.5000", "scripted: round 3/3 val=0.4000"]
     assert all(ln.endswith(" s/round)") for ln in lines)
+
+
+def test_no_checkpoint_is_written_unless_asked(tmp_path):
+    """``checkpoint_every=0`` (the CLI's default) leaves only what the run reports: no 25 MB checkpoint."""
+    method = method_class("fedavg")(_task(), MethodConfig(rounds=2, seed=5, hidden=8))
+    fed = Federation(3, ProtocolStack.load("plaintext"), seed=5)
+    RoundRunner(method, fed, rounds=2, out_dir=tmp_path, checkpoint_every=0, fingerprint="cfg", progress=False).run()
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(CheckpointError, match="no checkpoint to resume from"):
+        method2 = method_class("fedavg")(_task(), MethodConfig(rounds=2, seed=5, hidden=8))
+        RoundRunner(method2, Federation(3, ProtocolStack.load("plaintext"), seed=5), rounds=2, out_dir=tmp_path,
+                    resume=True, fingerprint="cfg", progress=False).run()

@@ -31,7 +31,7 @@ def test_fedavg_secure_sum_over_flower_matches_the_in_process_backend(tmp_path):
     fl = run_flower_experiment(_cfg(), workdir=tmp_path / "work")
     ip = run_experiment(_cfg())
     assert fl["flower"]["processes"] == {"server": 0, **{client_id(k): 0 for k in range(3)}}
-    assert fl["protocol"] == ip["protocol"] == "fedavg-secure-sum"
+    assert fl["protocol"] == ip["protocol"] == "fedavg_secure_sum"
     # same seed, same per-party RNG streams, exact secure sums: the same accuracies
     assert [h["mean_val"] for h in fl["history"]] == pytest.approx([h["mean_val"] for h in ip["history"]], abs=1e-9)
     assert fl["metrics"]["test_acc"] == pytest.approx(ip["metrics"]["test_acc"], abs=1e-9)
@@ -181,6 +181,6 @@ def test_the_robust_option_over_flower_sums_the_same_subgroups_as_in_process(tmp
     options = {"robust": "median", "robust_k": 3}
     fl = run_flower_experiment(_cfg(clients=6, options=options), workdir=tmp_path / "work")
     ip = run_experiment(_cfg(clients=6, options=options))
-    assert fl["protocol"] == ip["protocol"] == "fedavg-secure-sum+robust-median-k3"
+    assert fl["protocol"] == ip["protocol"] == "fedavg_secure_sum+robust-median-k3"
     assert [h["mean_val"] for h in fl["history"]] == pytest.approx([h["mean_val"] for h in ip["history"]], abs=1e-9)
     assert fl["envelopes"] == ip["envelopes"] and fl["bytes_by_tag"] == ip["bytes_by_tag"]

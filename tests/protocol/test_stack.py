@@ -49,3 +49,9 @@ def test_check_tags_reports_every_unbound_tag():
     s = ProtocolStack.from_dict({"name": "s", "tags": {"a": {"mechanism": "plaintext"}}})
     with pytest.raises(ConfigError, match=r"(?s)'b' is not bound.*'c' is not bound"):
         s.check_tags({"a": ExchangeKind.AGGREGATE, "b": ExchangeKind.AGGREGATE, "c": ExchangeKind.BROADCAST})
+
+
+def test_every_shipped_stack_is_named_like_its_file():
+    """One name per stack: what results print is what --protocol takes."""
+    for f in sorted(protocols_dir().glob("*.toml")):
+        assert ProtocolStack.load(f).name == f.stem, f

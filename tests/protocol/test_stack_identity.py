@@ -12,7 +12,7 @@ SHIPPED = SHIPPED_DIR / "fedavg_secure_sum.toml"
 
 
 def _plaintext_update(text: str) -> str:
-    """The shipped fedavg-secure-sum file with the update travelling in plaintext."""
+    """The shipped fedavg_secure_sum file with the update travelling in plaintext."""
     head, _, rest = text.partition('[tags."fedavg/update"]')
     _, _, tail = rest.partition('[tags."fedavg/metrics"]')
     return head + '[tags."fedavg/update"]\nmechanism = "plaintext"\n\n[tags."fedavg/metrics"]' + tail
@@ -22,15 +22,15 @@ def test_a_user_stack_borrowing_a_shipped_name_is_marked_as_shadowing_it(tmp_pat
     path = tmp_path / "mine.toml"
     path.write_text(_plaintext_update(SHIPPED.read_text()))
     stack = ProtocolStack.load(path)
-    assert stack.name == "fedavg-secure-sum" and stack.binding_for("fedavg/update").mechanism == "plaintext"
+    assert stack.name == "fedavg_secure_sum" and stack.binding_for("fedavg/update").mechanism == "plaintext"
     ident = identify(stack)
     assert (ident.shipped, ident.name_shadows_shipped, ident.shipped_as) == (False, True, None)
     assert re.fullmatch(r"[0-9a-f]{64}", ident.sha256) and ident.sha256 != content_sha256(ProtocolStack.load(SHIPPED))
-    assert "NOT the shipped stack 'fedavg-secure-sum'" in describe_identity(ident.to_json())
+    assert "NOT the shipped stack 'fedavg_secure_sum'" in describe_identity(ident.to_json())
 
 
 def test_a_shipped_file_stem_is_a_name_too(tmp_path: Path) -> None:
-    text = _plaintext_update(SHIPPED.read_text()).replace('name = "fedavg-secure-sum"', 'name = "fedavg_secure_sum"')
+    text = _plaintext_update(SHIPPED.read_text()).replace('name = "fedavg_secure_sum"', 'name = "fedavg_ckks"')
     (tmp_path / "x.toml").write_text(text)
     assert identify(ProtocolStack.load(tmp_path / "x.toml")).name_shadows_shipped
 

@@ -43,7 +43,7 @@ def test_cells_recorded_in_the_ledger_are_not_rerun_after_the_folders_are_gone(t
     again = FakeRuns()
     outcomes = run_cells(cells, out_root=tmp_path / "runs", run_fn=again, ledger=CellLedger(tmp_path / "cells.json"),
                          show_progress=False)
-    assert again.calls == [] and {o.status for o in outcomes} == {"done"}
+    assert again.calls == [] and {o.status for o in outcomes} == {"recorded"}  # not "done": no run folder here
     rec = json.loads((tmp_path / "cells.json").read_text())["cells"][cell_key("MUTAG", "fedavg", 1)]
     # compact: the table's metrics, run time and provenance; no history, no other metric
     assert rec["metrics"] == {"test_auc": 0.51, "final_test_auc": 0.4, "test_acc": 0.6}

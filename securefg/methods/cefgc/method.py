@@ -170,6 +170,8 @@ class CeFGC(Method):
     Options:
         diffusion_epochs (int): Max epochs per generator. (default: ``150``)
         diffusion_patience (int): Early stop on the DSM loss, 0 = off. (default: ``0``)
+        diffusion_lr (float): Adam step size of the score networks. (default: ``1e-3``)
+        diffusion_batch (int): Graphs per score-matching batch. (default: ``32``)
         max_nodes (int): Largest graph a generator learns/draws (agreed). (default: ``40``)
         langevin_steps (int): Langevin steps per noise level. (default: ``30``)
         step_ratio, noise_factor (float): Sender's Langevin settings, shipped in the package
@@ -179,6 +181,7 @@ class CeFGC(Method):
             per model. Off by default: on PROTEINS it changed the global AUC by
             -0.001, +0.006, +0.028, +0.007, -0.015 (seeds 0-4; mean +0.005), within noise, for
             about 35 s more per client. (default: ``False``)
+        tune_samples (int): Graphs drawn per candidate step ratio by ``tune_sampling``. (default: ``16``)
         synthetic_ratio (float): Synthetic graphs per local training graph. (default: ``1.0``)
         common_neighbors (bool): Score networks also read two-hop counts, so a pair can tell it
             would close a triangle (graph_score's ``EDPScoreConfig.common_neighbors``; a

@@ -111,7 +111,7 @@ def test_stack_validation_refuses_bad_parameters(params: dict[str, Any], message
 def test_robust_option_rebinds_the_update_tag_and_keeps_the_metrics_sum() -> None:
     stack = apply_robust_option(ProtocolStack.load("fedavg_secure_sum"), method_class("fedsgd"),
                                 {"robust": "trimmed", "robust_k": 2})
-    assert stack.name == "fedavg-secure-sum+robust-trimmed-k2"
+    assert stack.name == "fedavg_secure_sum+robust-trimmed-k2"
     b = stack.binding_for(TAG)
     assert b.mechanism == "subgroup_robust" and b.params["inner"] == "secure_sum" and b.params["k"] == 2
     assert stack.binding_for("fedavg/metrics").mechanism == "secure_sum"
