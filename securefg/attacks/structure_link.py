@@ -87,13 +87,15 @@ class StructureLinkInference(Attack):
         tag (str): Tag glob of the peer sums. (default: ``"fedstruct/abar*"``)
         pairs (int): True remote edges sampled (and as many non-edges). (default: ``2000``)
         view_key, directory_key, betas_key, abar_key (str): Own-state keys (module docs).
+        rows_key (str): Own-state key of the attacker's boundary rows, the row layout its peers
+            send in under the method's ``abar_rows = "boundary"`` (absent: dense ``[n_i, n]``).
     """
 
     name = "structure_link"
     metric = "auc"
     metric_doc = "ROC-AUC over remote edges (w, x) next to the attacker's nodes vs non-edges"
     defaults: ClassVar[Mapping[str, Any]] = {"tag": "fedstruct/abar*", "pairs": 2000, "view_key": "graph_view",
-                "directory_key": "directory", "betas_key": "betas", "abar_key": "abar"}
+                "directory_key": "directory", "betas_key": "betas", "abar_key": "abar", "rows_key": "abar_boundary"}
     payload_tags = ("fedstruct/abar*",)
 
     @classmethod
@@ -156,7 +158,7 @@ class StructureLinkInference(Attack):
         gv = adv.view.own_state(pid, self.params["view_key"])
         directory = adv.view.own_state(pid, self.params["directory_key"])
         n_i, n = gv.num_nodes, directory.num_nodes
-        individual = self._individual(adv, pid, n_i * n)
+        individual = self._individual(adv, pid, n_i, n, adv.view.own_state(pid, self.params["rows_key"]))
         rows_by_owner: dict[int, torch.Tensor] = {}
         residual: torch.Tensor | None = None
         proximity: torch.Tensor | None = None
@@ -198,7 +200,10 @@ class StructureLinkInference(Attack):
             scores.append(best)
         return torch.tensor(scores, dtype=torch.float64)
 
-    def _individual(self, adv: AdversaryContext, pid: str, size: int) -> dict[str, torch.Tensor]:
+    def _individual(self, adv: AdversaryContext, pid: str, n_i: int, n: int,
+                    rows: torch.Tensor | None) -> dict[str, torch.Tensor]:
+        """The hop-2 messages received one by one (plaintext), as ``[n_i * n]`` vectors: a message
+        in the boundary layout (``rows`` of ``n_i``) is put back in place, the other rows zero."""
         recs = [r for r in adv.view.records(self.params["tag"], received=True) if r.receiver == pid]
         if not recs:
             return {}
@@ -208,9 +213,16 @@ class StructureLinkInference(Attack):
             if r.round != first:
                 continue
             t = adv.view.decode(r)
-            if t is None or set(t) != {"x"} or t["x"].numel() != size:
+            if t is None or set(t) != {"x"}:
                 return {}
-            out[r.sender] = t["x"].double()
+            x = t["x"].double()
+            if rows is not None and x.numel() == rows.numel() * n and rows.numel() != n_i:
+                full = torch.zeros(n_i, n, dtype=torch.float64)
+                full[rows] = x.view(-1, n)
+                x = full.flatten()
+            if x.numel() != n_i * n:
+                return {}
+            out[r.sender] = x
         return out
 
     def evaluate(self, challenge: Challenge, scores: torch.Tensor) -> Any:

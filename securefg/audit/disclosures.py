@@ -18,6 +18,11 @@ FEDSTRUCT = {
         "a row with one remote neighbour is that neighbour's neighbour list (measured by structure_link). "
         "Only DP noise on the messages hides edges, at the cost of the rows themselves."
     ),
+    "fedstruct/boundary": (
+        "Option abar_rows=boundary (the default): every client learns each other client's boundary rows, which "
+        "of its nodes have a neighbour in another client (the row layout of its A-bar peer sums); the server "
+        "learns only their count, from the length of the masked sums (and the rows too under plaintext)."
+    ),
     "fedstruct/model": (
         "theta is broadcast in the clear: every client needs it to predict, so every client (and the server) "
         "holds the global model (link_stealing)."

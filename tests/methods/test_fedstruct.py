@@ -103,12 +103,14 @@ def test_each_client_gets_exactly_its_rows_of_the_central_abar(stack: str) -> No
 
 
 def _hop2_messages(fed: Federation, receiver: int) -> dict[str, bytes]:
-    """What each peer k sends receiver i at hop 2, B_ik, encoded as the wire would carry it in clear."""
+    """What each peer k sends receiver i at hop 2, B_ik on i's boundary rows (``abar_rows``'s default
+    layout), encoded as the wire would carry it in clear."""
     out = {}
+    rows = fed.parties[fed.client_ids[receiver]].state["abar_boundary"]
     for pid in fed.client_ids:
         st = fed.parties[pid].state
         state = init_abar_state(st["graph_view"], st["directory"], betas=st["betas"], dtype=torch.float64)
-        b = contribution(st["graph_view"], state, directory=st["directory"], receiver=receiver)
+        b = contribution(st["graph_view"], state, directory=st["directory"], receiver=receiver)[rows]
         if st["graph_view"].client_id != receiver and bool(b.ne(0).any()):
             out[pid] = encode_tensor(b.flatten())[-b.numel() * 8:]  # the raw float64 values
     return out

@@ -2,7 +2,8 @@
 
 ``variant=B`` (default): nobody holds the global graph. Offline, every client obtains its rows
 of Ā through Algorithm 3 over ``peer_sum`` (``fedstruct/abar``, masked under the secure
-stack), then NSFs are shared (``fedstruct/nsf``, sealed relay) and training is FedSGD with the
+stack; by default only each receiver's boundary rows travel, in a layout it first relays to the
+other clients, ``fedstruct/boundary``), then NSFs are shared (``fedstruct/nsf``, sealed relay) and training is FedSGD with the
 gradients summed by a secure ``aggregate`` (``fedstruct/update``). ``hardened=true`` replaces
 NSF sharing with App. L.1's aggregated answers. For Hop2Vec, the summed NSF gradient every
 client needs to step its copy of S goes through ``shared_sum`` (``fedstruct/nsf_grad``): under
@@ -17,6 +18,7 @@ learns from ``fedstruct/metrics`` anyway (``--option patience=0`` runs all ``R``
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping
 from dataclasses import replace
@@ -30,6 +32,13 @@ from securefg.federation.program.context import ClientAction, ClientContext, Ser
 from securefg.federation.program.step import InfoValue
 from securefg.methods.base import Method, MethodConfig, Task, register_method, select_best_round
 from securefg.methods.fedstruct import hardened, variant_a, variant_b
+from securefg.methods.fedstruct.boundary import (
+    DENSE_KEY,
+    SALT_BYTES,
+    TAG_BOUNDARY,
+    BoundaryLayout,
+    read_layouts,
+)
 from securefg.methods.fedstruct.edge_dp import (
     TAG_EDGE_RR,
     EdgeDPCounts,
@@ -80,6 +89,7 @@ ACTION_EDGE_RR = "fedstruct/edge_rr/offer"
 ACTION_EDGE_RR_RECEIVE = "fedstruct/edge_rr/receive"
 ACTION_COUNT = "fedstruct/count"
 ACTION_ABAR_INIT = "fedstruct/abar/init"
+ACTION_BOUNDARY = "fedstruct/boundary/keep"
 ACTION_ABAR_OFFER = "fedstruct/abar/offer"
 ACTION_ABAR_ASSEMBLE = "fedstruct/abar/assemble"
 ACTION_NSF_OFFER = "fedstruct/nsf/offer"
@@ -109,6 +119,7 @@ class FedStruct(Method):
     ROBUST_TAGS = (TAG_UPDATE, TAG_NSF_GRAD)
     TAGS: ClassVar[Mapping[str, ExchangeKind]] = {
         TAG_ABAR: ExchangeKind.PEER_SUM,
+        TAG_BOUNDARY: ExchangeKind.RELAY,
         TAG_EDGE_RR: ExchangeKind.PEER_SUM,
         TAG_NSF: ExchangeKind.RELAY,
         TAG_COUNT: ExchangeKind.AGGREGATE,
@@ -211,6 +222,9 @@ class FedStruct(Method):
         hops = len(self.settings.betas)
         start = time.perf_counter()
         srv.ask(ACTION_ABAR_INIT)
+        if hops > 1 and self._boundary_rows(len(srv.clients)):  # each receiver's row layout, to the others
+            srv.relay(TAG_BOUNDARY, exclude_self=True, shuffle=True)
+            srv.ask(ACTION_BOUNDARY)
         sums = nnz = 0
         hop = 1
         for hop in range(2, hops + 1):
@@ -277,7 +291,8 @@ class FedStruct(Method):
     def client_actions(self) -> Mapping[str, ClientAction]:
         return {
             ACTION_EDGE_RR: self.on_edge_rr, ACTION_EDGE_RR_RECEIVE: self.on_edge_rr_receive,
-            ACTION_COUNT: self.on_count, ACTION_ABAR_INIT: self.on_abar_init, ACTION_ABAR_OFFER: self.on_abar_offer,
+            ACTION_COUNT: self.on_count, ACTION_ABAR_INIT: self.on_abar_init, ACTION_BOUNDARY: self.on_boundary,
+            ACTION_ABAR_OFFER: self.on_abar_offer,
             ACTION_ABAR_ASSEMBLE: self.on_abar_assemble, ACTION_NSF_OFFER: self.on_nsf_offer,
             ACTION_NSF_ASSEMBLE: self.on_nsf_assemble, ACTION_H0_SEND: self.on_h0_send,
             ACTION_H0_RECEIVE: self.on_h0_receive, ACTION_ROUND: self.on_round,
@@ -316,16 +331,35 @@ class FedStruct(Method):
     def on_count(self, cli: ClientContext) -> None:
         cli.contribute(TAG_COUNT, {"n": torch.tensor([float(cli.state["data"].num_labeled)])})
 
+    def _boundary_rows(self, clients: int) -> bool:
+        """Whether Algorithm 3's peer sums use the receivers' boundary rows (``abar_rows``)."""
+        return self.settings.abar_rows == "boundary" and clients > 1
+
     def on_abar_init(self, cli: ClientContext) -> None:
+        """Hop 1 (local); with ``abar_rows=boundary`` also offer this client's row layout."""
         st = cli.state
         st["abar_state"] = init_abar_state(structure_view(st), st["directory"], betas=self.settings.betas,
                                            dtype=torch.float64)
+        if self._boundary_rows(st["directory"].num_clients) and not st["abar_state"].done:
+            mine = BoundaryLayout.own(structure_view(st), salt=os.urandom(SALT_BYTES))
+            st["abar_layouts"] = {client_index(cli.pid): mine}
+            st["abar_boundary"] = mine.rows  # its own public layout (what the attacks decode with)
+            cli.offer_relay(TAG_BOUNDARY, mine.item())
         self._abar_done(st)
+
+    def on_boundary(self, cli: ClientContext) -> None:
+        """Keep every other receiver's row layout, refusing one that drops a row this client sends."""
+        st = cli.state
+        me, directory = client_index(cli.pid), st["directory"]
+        layouts = read_layouts(cli.relayed(TAG_BOUNDARY), directory, me=me)
+        for layout in layouts.values():
+            layout.check_covers(structure_view(st), directory)
+        st["abar_layouts"].update(layouts)
 
     def on_abar_offer(self, cli: ClientContext) -> dict[str, InfoValue]:
         """Algorithm 3, one hop: this client's message B_ik to every receiver i (its own kept)."""
         st = cli.state
-        state = st["abar_state"]
+        state, layouts = st["abar_state"], st.get("abar_layouts", {})
         me, nnz = client_index(cli.pid), 0
         for i in range(st["directory"].num_clients):
             msg = contribution(structure_view(st), state, directory=st["directory"], receiver=i,
@@ -334,19 +368,26 @@ class FedStruct(Method):
                 st["abar_own"] = msg
             else:
                 nnz += int(msg.count_nonzero())
-                cli.offer_peer(TAG_ABAR, client_id(i), {"b": msg})
+                cli.offer_peer(TAG_ABAR, client_id(i), layouts[i].restrict(msg) if i in layouts else {DENSE_KEY: msg})
         return {"nnz": nnz}
 
     def on_abar_assemble(self, cli: ClientContext) -> None:
         st = cli.state
         own = st.pop("abar_own")
-        summed = cli.peer_summed(TAG_ABAR)["b"].to(torch.float64) + own if st["directory"].num_clients > 1 else own
+        mine = st.get("abar_layouts", {}).get(client_index(cli.pid))
+        if st["directory"].num_clients == 1:
+            summed = own
+        elif mine is not None:
+            summed = mine.expand(cli.peer_summed(TAG_ABAR), own)
+        else:
+            summed = cli.peer_summed(TAG_ABAR)[DENSE_KEY].to(torch.float64) + own
         st["abar_state"] = assemble(structure_view(st), st["abar_state"], summed=summed)
         self._abar_done(st)
 
     def _abar_done(self, st: dict[str, Any]) -> None:
         if st["abar_state"].done:
             st.update(abar=st.pop("abar_state").abar, betas=list(self.settings.betas))
+            st.pop("abar_layouts", None)
 
     def _own_rows(self, st: dict[str, Any]) -> torch.Tensor:
         if self.settings.nsf == "node2vec":
@@ -580,20 +621,22 @@ class FedStruct(Method):
             "prune_p": self.settings.prune_p, "nsf_source": NSF_SOURCE[self.settings.nsf]
             if self.settings.variant == "B" else "server (holds the global graph)",
             "structure_hops": self.settings.config.structure_hops, "label": self.settings.label,
+            "abar_rows": self.settings.abar_rows,
         }}
         offline: dict[str, Any] = {}
         facts, tr = self._offline_facts, self._transcript
         if facts and tr is not None:  # bytes from the run's transcript, the rest as the server saw it
             a = facts["abar"]
             mine = [r for r in tr if r.tag == TAG_ABAR]
+            layout = sum(r.payload_bytes for r in tr if r.tag == TAG_BOUNDARY)
             offline["abar"] = OfflineCost(int(a["hops"]), int(a["peer_sums"]), sum(r.payload_bytes for r in mine),
                                           sum(r.wire_bytes for r in mine), float(a["seconds"]), int(a["prune_p"]),
-                                          int(a["nonzeros"])).to_dict()
+                                          int(a["nonzeros"]), layout, self.settings.abar_rows).to_dict()
             n = facts["nsf_share"]
             recs = [r for r in tr if r.tag == n["tag"]]
             offline["nsf_share"] = {"tag": n["tag"], "bytes": sum(r.payload_bytes for r in recs),
                                     "wire_bytes": sum(r.wire_bytes for r in recs), "seconds": float(n["seconds"])}
-            off_bytes = sum(v["bytes"] for v in offline.values())
+            off_bytes = sum(v["bytes"] for v in offline.values()) + layout
             offline["bytes_total"] = off_bytes
             offline["seconds_total"] = sum(float(v["seconds"]) for v in offline.values() if isinstance(v, dict))
             offline["training_bytes"] = tr.bytes_total() - off_bytes

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from securefg.errors import ConfigError
+from securefg.methods.fedstruct.boundary import ROW_LAYOUTS
 from securefg.models.fedstruct import FedStructConfig
 from securefg.models.fedstruct.edge_rr import EdgeRR
 from securefg.models.fedstruct.propagation import last_hop_betas
@@ -25,6 +26,7 @@ OPTION_DEFAULTS: Mapping[str, Any] = {
     "variant": "B",
     "hardened": False,
     "prune_p": 0,
+    "abar_rows": "boundary",
     "structure_hops": FedStructConfig.structure_hops,
     "local_hops": FedStructConfig.local_hops,
     "structure_dim": FedStructConfig.structure_dim,
@@ -50,6 +52,10 @@ class FedStructSettings:
         hardened (bool): App. L.1 (B only): NSFs never leave their owner; clients receive
             only peer-summed structure embeddings.
         prune_p (int): Algorithm 3 top-p pruning (0 = off; the paper uses 30).
+        abar_rows (str): Row layout of Algorithm 3's peer sums: ``boundary`` (the receiver's rows
+            with a neighbour in another client, announced to the other clients through
+            ``fedstruct/boundary``) or ``all`` (dense ``[n_i, n]``, nothing announced);
+            :mod:`securefg.methods.fedstruct.boundary`. Ā is the same either way.
         query_budget (int): Hardened only: an owner refuses a receiver's NSE query after this
             many answers (0 = count but never refuse).
         config (FedStructConfig): Model and optimiser hyperparameters.
@@ -71,6 +77,7 @@ class FedStructSettings:
     edge_dp: EdgeRR | None = None
     edge_dp_seeded: bool = False
     edge_dp_local_graph: bool = False
+    abar_rows: str = "boundary"
 
     @property
     def betas(self) -> tuple[float, ...]:
@@ -115,6 +122,8 @@ def parse_settings(options: Mapping[str, Any], *, lr: float, weight_decay: float
             problems.append(f"{key} must be in [0, 1), got {o[key]!r}")
     if not isinstance(o["lr_structure"], (int, float)) or not o["lr_structure"] > 0:
         problems.append(f"lr_structure must be > 0, got {o['lr_structure']!r}")
+    if o["abar_rows"] not in ROW_LAYOUTS:
+        problems.append(f"abar_rows must be one of {list(ROW_LAYOUTS)}, got {o['abar_rows']!r}")
     edge_dp = _edge_dp(o, variant, nsf, problems)
     for key in ("edge_dp_seeded", "edge_dp_local_graph"):
         if not isinstance(o[key], bool):
@@ -128,7 +137,7 @@ def parse_settings(options: Mapping[str, Any], *, lr: float, weight_decay: float
         input_dropout=float(o["input_dropout"]), node2vec_epochs=int(o["node2vec_epochs"]),
     )
     return FedStructSettings(nsf, variant, bool(o["hardened"]), int(o["prune_p"]), int(o["query_budget"]), config,
-                             edge_dp, bool(o["edge_dp_seeded"]), bool(o["edge_dp_local_graph"]))
+                             edge_dp, bool(o["edge_dp_seeded"]), bool(o["edge_dp_local_graph"]), str(o["abar_rows"]))
 
 
 def _edge_dp(o: Mapping[str, Any], variant: str, nsf: str, problems: list[str]) -> EdgeRR | None:
