@@ -14,7 +14,9 @@ compared whole, the pair run twice in opposite orders and averaged (``--quick`` 
 generators so that the protocol, not diffusion training, is what is timed).
 
 Node methods run on Cora (their usual partition, 10 clients), CeFGC on MUTAG (3 clients, its
-paper setting). ``--quick`` uses 3 rounds and smaller models. The last lines are ``key=value``;
+paper setting). ``--quick`` uses 3 rounds and smaller models. When FedStruct is among the methods,
+``fedstruct_bytes_growth`` is its bytes on Amazon Photo over its bytes on Cora, same settings
+(``bench/fedstruct_bytes.py``; ``--no-growth`` skips it). The last lines are ``key=value``;
 ``max_round_ratio`` over the secure-sum stacks (every method but FED-PUB, whose stack is CKKS)
 comes last.
 
@@ -189,6 +191,20 @@ def measure(method: str, rounds: int, seed: int, data_root: str | None, quick: b
     return out
 
 
+def fedstruct_growth(data_root: str | None, *, quick: bool) -> float:
+    """FedStruct's bytes on Photo over Cora, same settings (``bench/fedstruct_bytes.py``: its usual
+    random partition, 10 clients, the setup phase plus 100 rounds; ``--quick``: 2 structure hops)."""
+    from fedstruct_bytes import QUICK_HOPS, measure_bytes
+
+    hops = QUICK_HOPS if quick else None
+    runs = {d: measure_bytes(d, stack="fedstruct_secure", hops=hops, data_root=data_root) for d in ("Cora", "Photo")}
+    for d, r in runs.items():
+        print(f"fedstruct bytes on {d}: {r['nodes']:,} nodes, {r['edges']:,} edges, {r['boundary_nodes']:,} boundary "
+              f"nodes, {r['hops']} hops | A-bar {r['abar_bytes']:,} B, setup {r['setup_bytes']:,} B, per round "
+              f"{r['per_round_bytes']:,.0f} B, total (100 rounds) {r['total_bytes']:,.0f} B", flush=True)
+    return float(runs["Photo"]["total_bytes"] / runs["Cora"]["total_bytes"])
+
+
 def stage_table(clock: Any, rounds: int) -> list[str]:
     """The protected run's seconds per round by stage: clients summed, slowest client, server."""
     rows = sorted(clock.stages.items(), key=lambda kv: -(kv[1].clients_total + kv[1].server))
@@ -206,6 +222,8 @@ def main() -> None:
     p.add_argument("--quick", action="store_true", help="fewer rounds, smaller generators (minutes, not an hour)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--data-root", default=os.environ.get("SECUREFG_DATA"))
+    p.add_argument("--no-growth", action="store_true",
+                   help="skip fedstruct_bytes_growth (FedStruct on Cora and Photo: minutes and ~7.5 GB)")
     a = p.parse_args()
     rounds = a.rounds or (3 if a.quick else 4)
     figures: dict[str, float] = {}
@@ -232,6 +250,8 @@ def main() -> None:
             print(f"  raw-TenSEAL floor of the round's CKKS work: median {floor:.3f} s "
                   f"(protected - plaintext = {rp - rq:.3f} s); operations of the last floor run:", flush=True)
             print("\n".join(describe(res["floors"][-1])), flush=True)
+    if "fedstruct" in a.methods and not a.no_growth:
+        figures["fedstruct_bytes_growth"] = fedstruct_growth(a.data_root, quick=a.quick)
     secure = [figures[f"round_ratio_{m}"] for m in a.methods if m not in CKKS_STACKS]
     for key, value in figures.items():
         print(f"{key}={value:.2f}")
