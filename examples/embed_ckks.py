@@ -22,67 +22,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import multiprocessing as mp
-import struct
 import sys
 from typing import Any
 
 import numpy as np
 import torch
-from torch import nn
-from torch.nn.utils import parameters_to_vector, vector_to_parameters
+from home_made_stack import HOST, initial_vector, local_update, maybe_recv, recv, run_parties, send
 
 from securefg.api import CKKSClient, CKKSConfig, CKKSKeyHolder, CKKSServer
 
-HOST = "127.0.0.1"
 TAG = "fedavg/update"
 HOLDER = "client/0"
 STAGE_TIMEOUT = 60.0
 """Seconds the server waits for a step's replies; a client silent that long has dropped out."""
-MAX_MESSAGE = 64 << 20
-
-
-# ------------------------------------------------------------------------- the "FL stack"
-async def send(writer: asyncio.StreamWriter, data: bytes) -> None:
-    writer.write(struct.pack("<I", len(data)) + data)
-    await writer.drain()
-
-
-async def recv(reader: asyncio.StreamReader) -> bytes:
-    (n,) = struct.unpack("<I", await reader.readexactly(4))
-    if n > MAX_MESSAGE:
-        raise ValueError(f"a message of {n} bytes is beyond this stack's limit")
-    return await reader.readexactly(n)
-
-
-async def maybe_recv(reader: asyncio.StreamReader) -> bytes | None:
-    """A message, or ``None`` when the peer closed its socket or stayed silent (a dropout)."""
-    try:
-        return await asyncio.wait_for(recv(reader), STAGE_TIMEOUT)
-    except (asyncio.IncompleteReadError, asyncio.TimeoutError, ConnectionError):
-        return None
-
-
-def make_model() -> nn.Module:
-    torch.manual_seed(0)  # every party builds the same initial model
-    return nn.Sequential(nn.Linear(8, 4), nn.ReLU(), nn.Linear(4, 2)).double()
-
-
-def local_update(k: int, global_vec: torch.Tensor, *, epochs: int = 5) -> tuple[torch.Tensor, int]:
-    """Client ``k``: train on its own data from the global model; its update and example count."""
-    g = torch.Generator().manual_seed(1000 + k)
-    n = 40 + 10 * k
-    x = torch.randn(n, 8, generator=g, dtype=torch.float64)
-    y = (x[:, 0] + 0.5 * x[:, 1] > 0).long()
-    model = make_model()
-    vector_to_parameters(global_vec.clone(), model.parameters())  # (it would alias global_vec)
-    for _ in range(epochs):  # plain gradient descent (torch.optim would import torch._dynamo: seconds)
-        model.zero_grad()
-        nn.functional.cross_entropy(model(x), y).backward()
-        with torch.no_grad():
-            for w in model.parameters():
-                w -= 0.1 * w.grad
-    return parameters_to_vector(model.parameters()).detach() - global_vec, n
 
 
 # --------------------------------------------------------------------------- the server
@@ -101,7 +53,7 @@ async def serve(clients: int, stack: str, port_out: Any, results: Any) -> None:
     await asyncio.wait_for(ready.wait(), STAGE_TIMEOUT)
     public = await recv(conns[HOLDER][0])  # the key holder's public context (no secret key in it)
     server = CKKSServer(config, public_context=public)
-    model = parameters_to_vector(make_model().parameters()).detach()
+    model = initial_vector()
     for pid, (_, writer) in conns.items():
         await send(writer, model.numpy().tobytes())
         if pid != HOLDER:
@@ -109,7 +61,7 @@ async def serve(clients: int, stack: str, port_out: Any, results: Any) -> None:
 
     length = model.numel() + 1
     order = sorted(conns)
-    got = await asyncio.gather(*(maybe_recv(conns[pid][0]) for pid in order))
+    got = await asyncio.gather(*(maybe_recv(conns[pid][0], STAGE_TIMEOUT) for pid in order))
     uploads = {pid: up for pid, up in zip(order, got) if up is not None}
     request = server.sum(uploads, length=length)  # Enc(sum): the server cannot read it
     await send(conns[HOLDER][1], request)
@@ -150,14 +102,6 @@ async def client(k: int, port: int, stack: str, drop: bool, results: Any) -> Non
     writer.close()
 
 
-def _run_server(clients: int, stack: str, port_out: Any, results: Any) -> None:
-    asyncio.run(serve(clients, stack, port_out, results))
-
-
-def _run_client(k: int, port: int, stack: str, drop: bool, results: Any) -> None:
-    asyncio.run(client(k, port, stack, drop, results))
-
-
 # --------------------------------------------------------------------------- the check
 def check(inputs: dict[str, list[float] | None], server: dict[str, Any]) -> dict[str, Any]:
     """The released sum against the plaintext sum of the contributors, within the CKKS tolerance."""
@@ -178,28 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.drop == 0:
         p.error("client 0 holds the key; drop another one")
 
-    ctx = mp.get_context("forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn")
-    if ctx.get_start_method() == "forkserver":
-        ctx.set_forkserver_preload(["securefg.api", "torch"])  # import once, fork per party
-    results = ctx.Queue()
-    port_in, port_out = ctx.Pipe(duplex=False)
-    procs = [ctx.Process(target=_run_server, args=(args.clients, args.stack, port_out, results))]
-    procs[0].start()
-    port = port_in.recv()
-    procs += [ctx.Process(target=_run_client, args=(k, port, args.stack, k == args.drop, results))
-              for k in range(args.clients)]
-    for proc in procs[1:]:
-        proc.start()
-    inputs: dict[str, list[float] | None] = {}
-    server: dict[str, Any] = {}
-    while not server or len(inputs) < args.clients:
-        item = results.get(timeout=180)
-        if item[0] == "input":
-            inputs[item[1]] = item[2]
-        else:
-            server = item[1]
-    for proc in procs:
-        proc.join(timeout=60)
+    inputs, server = run_parties(serve, client, clients=args.clients, stack=args.stack, drop=args.drop)
     outcome = {**server, **check(inputs, server), "clients": args.clients, "stack": args.stack}
     print(f"clients: {args.clients}; key holder: {HOLDER}; in the sum: {', '.join(server['contributors'])}; "
           f"dropped: {', '.join(server['dropped']) or 'none'}")

@@ -21,59 +21,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import multiprocessing as mp
 import os
-import struct
 import sys
 from typing import Any
 
 import numpy as np
 import torch
-from torch import nn
-from torch.nn.utils import parameters_to_vector, vector_to_parameters
+from home_made_stack import HOST, initial_vector, local_update, maybe_recv, recv, run_parties, send
 
 from securefg.api import SecureSumClient, SecureSumConfig, SecureSumServer
 
-HOST = "127.0.0.1"
 TAG = "fedavg/update"
 STAGE_TIMEOUT = 30.0
 """Seconds the server waits for a stage's replies; a client silent that long has dropped out."""
-MAX_MESSAGE = 64 << 20
-
-
-# ------------------------------------------------------------------------- the "FL stack"
-async def send(writer: asyncio.StreamWriter, data: bytes) -> None:
-    writer.write(struct.pack("<I", len(data)) + data)
-    await writer.drain()
-
-
-async def recv(reader: asyncio.StreamReader) -> bytes:
-    (n,) = struct.unpack("<I", await reader.readexactly(4))
-    if n > MAX_MESSAGE:
-        raise ValueError(f"a message of {n} bytes is beyond this stack's limit")
-    return await reader.readexactly(n)
-
-
-def make_model() -> nn.Module:
-    torch.manual_seed(0)  # every party builds the same initial model
-    return nn.Sequential(nn.Linear(8, 4), nn.ReLU(), nn.Linear(4, 2)).double()
-
-
-def local_update(k: int, global_vec: torch.Tensor, *, epochs: int = 5) -> tuple[torch.Tensor, int]:
-    """Client ``k``: train on its own data from the global model; its update and example count."""
-    g = torch.Generator().manual_seed(1000 + k)
-    n = 40 + 10 * k
-    x = torch.randn(n, 8, generator=g, dtype=torch.float64)
-    y = (x[:, 0] + 0.5 * x[:, 1] > 0).long()
-    model = make_model()
-    vector_to_parameters(global_vec.clone(), model.parameters())  # (it would alias global_vec)
-    for _ in range(epochs):  # plain gradient descent (torch.optim would import torch._dynamo: seconds)
-        model.zero_grad()
-        nn.functional.cross_entropy(model(x), y).backward()
-        with torch.no_grad():
-            for w in model.parameters():
-                w -= 0.1 * w.grad
-    return parameters_to_vector(model.parameters()).detach() - global_vec, n
 
 
 # --------------------------------------------------------------------------- the server
@@ -91,7 +51,7 @@ async def serve(clients: int, stack: str, port_out: Any, results: Any) -> None:
     port_out.send(listener.sockets[0].getsockname()[1])
     await asyncio.wait_for(ready.wait(), STAGE_TIMEOUT)
     session = os.urandom(16)  # one per run, shared by every party
-    model = parameters_to_vector(make_model().parameters()).detach()
+    model = initial_vector()
     for _, writer in conns.values():
         await send(writer, session + model.numpy().tobytes())
 
@@ -101,7 +61,7 @@ async def serve(clients: int, stack: str, port_out: Any, results: Any) -> None:
     while not server.done:
         for pid, message in out.items():
             await send(conns[pid][1], message)
-        replies = await asyncio.gather(*(_reply(conns[pid][0]) for pid in out))
+        replies = await asyncio.gather(*(maybe_recv(conns[pid][0], STAGE_TIMEOUT) for pid in out))
         out = server.receive({pid: r for pid, r in zip(out, replies) if r is not None})
     result = server.result
     assert result is not None
@@ -118,14 +78,6 @@ async def serve(clients: int, stack: str, port_out: Any, results: Any) -> None:
         "ring_bits": result.ring_bits, "error_bound": result.error_bound,
         "degree": result.degree, "threshold": result.threshold,
     }))
-
-
-async def _reply(reader: asyncio.StreamReader) -> bytes | None:
-    """One client's reply to this stage, or ``None``: it closed its socket or stayed silent."""
-    try:
-        return await asyncio.wait_for(recv(reader), STAGE_TIMEOUT)
-    except (asyncio.IncompleteReadError, asyncio.TimeoutError, ConnectionError):
-        return None
 
 
 # --------------------------------------------------------------------------- a client
@@ -148,14 +100,6 @@ async def client(k: int, port: int, stack: str, drop: bool, results: Any) -> Non
         await send(writer, party.handle(message))
     await recv(reader)  # the new global model
     writer.close()
-
-
-def _run_server(clients: int, stack: str, port_out: Any, results: Any) -> None:
-    asyncio.run(serve(clients, stack, port_out, results))
-
-
-def _run_client(k: int, port: int, stack: str, drop: bool, results: Any) -> None:
-    asyncio.run(client(k, port, stack, drop, results))
 
 
 # --------------------------------------------------------------------------- the check
@@ -183,28 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", default=None, help="write the outcome here")
     args = p.parse_args(argv)
 
-    ctx = mp.get_context("forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn")
-    if ctx.get_start_method() == "forkserver":
-        ctx.set_forkserver_preload(["securefg.api", "torch"])  # import once, fork per party
-    results = ctx.Queue()
-    port_in, port_out = ctx.Pipe(duplex=False)
-    procs = [ctx.Process(target=_run_server, args=(args.clients, args.stack, port_out, results))]
-    procs[0].start()
-    port = port_in.recv()
-    procs += [ctx.Process(target=_run_client, args=(k, port, args.stack, k == args.drop, results))
-              for k in range(args.clients)]
-    for proc in procs[1:]:
-        proc.start()
-    inputs: dict[str, list[float]] = {}
-    server: dict[str, Any] = {}
-    while not server or len(inputs) < args.clients:
-        item = results.get(timeout=120)
-        if item[0] == "input":
-            inputs[item[1]] = item[2]
-        else:
-            server = item[1]
-    for proc in procs:
-        proc.join(timeout=60)
+    inputs, server = run_parties(serve, client, clients=args.clients, stack=args.stack, drop=args.drop)
     outcome = {**server, **check(args.stack, args.clients, inputs, server), "clients": args.clients,
                "stack": args.stack}
     print(f"clients: {args.clients}; in the sum: {', '.join(server['contributors'])}; dropped: "
