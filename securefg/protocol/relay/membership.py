@@ -33,6 +33,7 @@ from securefg.federation.envelope import Envelope, Form
 from securefg.federation.party import is_client
 from securefg.protocol.mechanism import ExchangeCall
 from securefg.protocol.relay.sealed_box import PSK_BYTES
+from securefg.protocol.relay.sealing_directory import session_state
 
 NAMESPACE = "membership"
 STAGE = "relay/membership"
@@ -61,8 +62,7 @@ class MembershipSecret:
 
 
 def _session_state(call: ExchangeCall, pid: str) -> dict[str, object]:
-    state = call.state_of(pid, NAMESPACE)
-    return state.setdefault(call.transport.session.hex(), {"own": None, "peers": {}})  # type: ignore[no-any-return]
+    return session_state(call, pid, NAMESPACE)
 
 
 def own_secret(call: ExchangeCall, pid: str) -> bytes:

@@ -26,14 +26,16 @@ NAMESPACE = "sealing"
 STAGE = "sealing/publish"
 
 
-def _session_state(call: ExchangeCall, pid: str) -> dict[str, object]:
-    state = call.state_of(pid, NAMESPACE)
+def session_state(call: ExchangeCall, pid: str, namespace: str = NAMESPACE) -> dict[str, object]:
+    """``pid``'s per-session key table in ``namespace``: its own key (``"own"``) and the peers'
+    as it received them (``"peers"``); the membership secrets keep theirs the same way."""
+    state = call.state_of(pid, namespace)
     return state.setdefault(call.transport.session.hex(), {"own": None, "peers": {}})  # type: ignore[no-any-return]
 
 
 def own_key(call: ExchangeCall, pid: str) -> SealingKey:
     """``pid``'s sealing key for this session (created on first use, acting as ``pid``)."""
-    st = _session_state(call, pid)
+    st = session_state(call, pid)
     if st["own"] is None:
         st["own"] = SealingKey()
     key = st["own"]
@@ -49,7 +51,7 @@ def peer_public(call: ExchangeCall, holder: str, owner: str) -> bytes:
     """
     if holder == owner:
         return own_key(call, owner).public_bytes
-    peers = _session_state(call, holder)["peers"]
+    peers = session_state(call, holder)["peers"]
     assert isinstance(peers, dict)
     if owner not in peers:
         raise ProtocolError(f"{holder!r} holds no sealing key of {owner!r}; run the key directory setup")
@@ -66,7 +68,7 @@ def ensure(call: ExchangeCall, *, holders: Iterable[str], owners: Iterable[str])
     owners = [o for o in owners if o not in call.transport.offline]
     needed: dict[str, list[str]] = {}
     for owner in owners:
-        missing = [h for h in holders if h != owner and owner not in _session_state(call, h)["peers"]]  # type: ignore[operator]
+        missing = [h for h in holders if h != owner and owner not in session_state(call, h)["peers"]]  # type: ignore[operator]
         if missing:
             needed[owner] = missing
             publish(call, owner, missing)
@@ -92,6 +94,6 @@ def accept(call: ExchangeCall, holder: str, env: Envelope) -> None:
         raise ProtocolError(f"{holder!r} expected a sealing key, got a {env.stage!r} envelope from {env.sender!r}")
     if len(env.payload) != PUBLIC_KEY_BYTES:
         raise ProtocolError(f"{env.sender!r} published a sealing key of {len(env.payload)} bytes")
-    peers = _session_state(call, holder)["peers"]
+    peers = session_state(call, holder)["peers"]
     assert isinstance(peers, dict)
     peers[env.sender] = env.payload
