@@ -36,6 +36,7 @@ from securefg.protocol.relay.blob_list import pack_blobs, unpack_blobs
 from securefg.protocol.relay.constants import RelayStage, item_binding
 from securefg.protocol.relay.membership import STAGE as MEMBERSHIP_STAGE
 from securefg.protocol.relay.membership import MembershipSecret
+from securefg.protocol.relay.onion import peel_and_shuffle
 from securefg.protocol.relay.padding import frame as pad
 from securefg.protocol.relay.padding import unframe as unpad
 from securefg.protocol.relay.sealed_box import PSK_BYTES, SealingKey, seal
@@ -365,17 +366,5 @@ class RelayShuffler:
         call = _call(self._session, round, tag)
         expected = _expected(targets)
         binding = item_binding(call, SHUFFLER, b"onion")
-        grouped: dict[str, list[bytes]] = {}
-        for onion in unpack_blobs(_expect(message, RelayStage.TO_SHUFFLER, "shuffler batch"),
-                                  max_count=sum(expected.values())):
-            fields = unpack_blobs(self._key.open(onion, context=binding), max_count=2)
-            if len(fields) != 2:
-                raise ProtocolError("an onion layer must hold exactly a recipient and a sealed item")
-            grouped.setdefault(fields[0].decode("utf-8", errors="replace"), []).append(fields[1])
-        counts = {r: len(b) for r, b in grouped.items()}
-        if counts != expected:
-            raise ProtocolError(f"shuffler got items per recipient {counts}, expected {expected}")
-        reply: list[bytes] = []
-        for r in sorted(grouped):
-            reply += [r.encode(), pack_blobs(secure_shuffle(grouped[r]))]
-        return frame(RelayStage.FROM_SHUFFLER, pack_blobs(reply))
+        batch = _expect(message, RelayStage.TO_SHUFFLER, "shuffler batch")
+        return frame(RelayStage.FROM_SHUFFLER, peel_and_shuffle(self._key, batch, binding=binding, expected=expected))

@@ -19,6 +19,7 @@ from securefg.protocol.mechanism import ExchangeCall
 from securefg.protocol.relay import sealing_directory
 from securefg.protocol.relay.blob_list import pack_blobs, unpack_blobs
 from securefg.protocol.relay.constants import RelayStage, item_binding
+from securefg.protocol.relay.sealed_box import SealingKey
 from securefg.protocol.relay.shuffle import secure_shuffle
 
 
@@ -54,20 +55,8 @@ def shuffler_route(
     for rs in targets.values():
         for r in rs:
             expected[r] = expected.get(r, 0) + 1
-    grouped: dict[str, list[bytes]] = {}
-    for onion in unpack_blobs(env.payload, max_count=sum(expected.values())):
-        fields = unpack_blobs(key.open(onion, context=binding), max_count=2)
-        if len(fields) != 2:
-            raise ProtocolError("an onion layer must hold exactly a recipient and a sealed item")
-        grouped.setdefault(fields[0].decode("utf-8", errors="replace"), []).append(fields[1])
-    counts = {r: len(b) for r, b in grouped.items()}
-    if counts != expected:
-        raise ProtocolError(f"shuffler got items per recipient {counts}, expected {expected}")
-    reply: list[bytes] = []
-    for r in sorted(grouped):
-        reply += [r.encode(), pack_blobs(secure_shuffle(grouped[r]))]
     call.transport.send(
-        env.reply(pack_blobs(reply), sender=SHUFFLER, stage=RelayStage.FROM_SHUFFLER, form=Form.SEALED)
+        env.reply(peel_and_shuffle(key, env.payload, binding=binding, expected=expected), sender=SHUFFLER, stage=RelayStage.FROM_SHUFFLER, form=Form.SEALED)
     )
 
     # --- server: read the bundles
@@ -82,3 +71,26 @@ def shuffler_route(
     if set(bundles) != set(expected):
         raise ProtocolError(f"shuffler returned bundles for {sorted(bundles)}, expected {sorted(expected)}")
     return bundles
+
+
+def peel_and_shuffle(key: SealingKey, batch: bytes, *, binding: bytes, expected: Mapping[str, int]) -> bytes:
+    """The shuffler's work: open each onion's outer layer, group the inner items by recipient,
+    check each recipient gets exactly ``expected[r]``, shuffle each group (CSPRNG); the packed reply.
+
+    Raises:
+        AuthenticationError: A layer not sealed to the shuffler under ``binding``.
+        ProtocolError: A layer that is not (recipient, item), or counts per recipient that differ.
+    """
+    grouped: dict[str, list[bytes]] = {}
+    for onion in unpack_blobs(batch, max_count=sum(expected.values())):
+        fields = unpack_blobs(key.open(onion, context=binding), max_count=2)
+        if len(fields) != 2:
+            raise ProtocolError("an onion layer must hold exactly a recipient and a sealed item")
+        grouped.setdefault(fields[0].decode("utf-8", errors="replace"), []).append(fields[1])
+    counts = {r: len(b) for r, b in grouped.items()}
+    if counts != dict(expected):
+        raise ProtocolError(f"shuffler got items per recipient {counts}, expected {dict(expected)}")
+    reply: list[bytes] = []
+    for r in sorted(grouped):
+        reply += [r.encode(), pack_blobs(secure_shuffle(grouped[r]))]
+    return pack_blobs(reply)
