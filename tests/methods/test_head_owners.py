@@ -101,7 +101,10 @@ def test_fedavg_gives_a_dataset_head_the_mean_of_its_own_clients_only() -> None:
     assert not torch.allclose(everyone[w][2:], local[2][w][2:], atol=1e-4)
 
 
-@pytest.mark.parametrize(("stack", "atol"), [("fedavg_secure_sum", 1e-5), ("fedavg_ckks", 1e-4)])
+# CKKS sums carry fresh flooding noise (std 2^-20, OS CSPRNG) each run; Adam's second round turns it
+# into differences up to ~2e-4 on weights of ~0.1-0.3 (seen in the full suite), while a head
+# averaged over every client instead of its owners is off by up to 0.027 (measured)
+@pytest.mark.parametrize(("stack", "atol"), [("fedavg_secure_sum", 1e-5), ("fedavg_ckks", 2e-3)])
 def test_owner_averaging_over_protected_sums_matches_plaintext(stack: str, atol: float) -> None:
     plain = state_of(_fedavg(_two_dataset_task(True), "plaintext", rounds=2).server.state["model"])
     protected = state_of(_fedavg(_two_dataset_task(True), stack, rounds=2).server.state["model"])
