@@ -33,7 +33,7 @@ from securefg.federation.envelope import Envelope, Form
 from securefg.federation.party import is_client
 from securefg.protocol.mechanism import ExchangeCall
 from securefg.protocol.relay.sealed_box import PSK_BYTES
-from securefg.protocol.relay.sealing_directory import session_state
+from securefg.protocol.relay.sealing_directory import distribute, session_state
 
 NAMESPACE = "membership"
 STAGE = "relay/membership"
@@ -96,19 +96,7 @@ def ensure(call: ExchangeCall, *, holders: Iterable[str], owners: Iterable[str])
     Only missing (holder, owner) pairs cost an envelope, as in
     :func:`~securefg.protocol.relay.sealing_directory.ensure`.
     """
-    holders = [h for h in holders if h not in call.transport.offline]
-    expected: dict[str, set[str]] = {}
-    for owner in (o for o in owners if o not in call.transport.offline):
-        missing = [h for h in holders
-                   if h != owner and owner not in _session_state(call, h)["peers"]]  # type: ignore[operator]
-        if missing:
-            publish(call, owner, missing)
-            for h in missing:
-                expected.setdefault(h, set()).add(owner)
-    for h, owners_of_h in expected.items():
-        got = call.transport.receive_from(h, owners_of_h, tag=call.tag, round=call.round, stage=STAGE)
-        for env in got.values():
-            accept(call, h, env)
+    distribute(call, holders=holders, owners=owners, namespace=NAMESPACE, stage=STAGE, publish=publish, accept=accept)
 
 
 def publish(call: ExchangeCall, owner: str, to: Iterable[str]) -> None:

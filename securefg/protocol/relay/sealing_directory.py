@@ -15,7 +15,7 @@ seals (``sealed_relay``, the CKKS key distribution).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from securefg.errors import ProtocolError
 from securefg.federation.envelope import Envelope, Form
@@ -64,20 +64,26 @@ def ensure(call: ExchangeCall, *, holders: Iterable[str], owners: Iterable[str])
     Only missing (holder, owner) pairs cost an envelope, so calling this every round is free
     after the first.
     """
+    distribute(call, holders=holders, owners=owners, namespace=NAMESPACE, stage=STAGE, publish=publish, accept=accept)
+
+
+def distribute(call: ExchangeCall, *, holders: Iterable[str], owners: Iterable[str], namespace: str, stage: str,
+               publish: Callable[[ExchangeCall, str, list[str]], None],
+               accept: Callable[[ExchangeCall, str, Envelope], None]) -> None:
+    """Each online owner ``publish``-es its per-session key to the online holders that lack it
+    (one envelope per owner); each holder ``accept``-s what it received at ``stage``. Shared by the
+    sealing keys and the membership secrets (:mod:`~securefg.protocol.relay.membership`)."""
     holders = [h for h in holders if h not in call.transport.offline]
-    owners = [o for o in owners if o not in call.transport.offline]
-    needed: dict[str, list[str]] = {}
-    for owner in owners:
-        missing = [h for h in holders if h != owner and owner not in session_state(call, h)["peers"]]  # type: ignore[operator]
-        if missing:
-            needed[owner] = missing
-            publish(call, owner, missing)
     expected: dict[str, set[str]] = {}
-    for owner, hs in needed.items():
-        for h in hs:
-            expected.setdefault(h, set()).add(owner)
+    for owner in (o for o in owners if o not in call.transport.offline):
+        missing = [h for h in holders
+                   if h != owner and owner not in session_state(call, h, namespace)["peers"]]  # type: ignore[operator]
+        if missing:
+            publish(call, owner, missing)
+            for h in missing:
+                expected.setdefault(h, set()).add(owner)
     for h, owners_of_h in expected.items():
-        got = call.transport.receive_from(h, owners_of_h, tag=call.tag, round=call.round, stage=STAGE)
+        got = call.transport.receive_from(h, owners_of_h, tag=call.tag, round=call.round, stage=stage)
         for env in got.values():
             accept(call, h, env)
 
