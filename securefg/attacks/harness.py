@@ -143,7 +143,7 @@ class AttackHarness:
                                         reason=f"side-knowledge baseline failed: {type(exc).__name__}: {exc}",
                                         seconds=time.perf_counter() - t0))
                 continue
-            out.append(AttackResult(spec.key, spec.attack, spec.metric, spec.budget, "ran", outcome,
+            out.append(AttackResult(spec.key, spec.attack, spec.metric, spec.budget_for(outcome.chance), "ran", outcome,
                                     seconds=time.perf_counter() - t0, baseline=baseline))
         return out
 

@@ -15,7 +15,8 @@ A threat model file (``threat_models/*.toml``)::
     aux_graphs = 0.25                    # share of the held-out graphs it holds as public data
 
     [attacks.label_inference]            # table name = attack name (or set attack = "...")
-    budget = { max_auc = 0.6 }           # the run may add at most 0.6 - chance over the side knowledge
+    budget = { margin = 0.1 }            # the run may add at most 0.1 over max(side knowledge, chance);
+                                         # or { max_auc = 0.6 }: the same, stated as chance + margin
     rounds = [0]                         # every other key is an attack parameter
 
 It parses into frozen dataclasses, validated at construction: every problem in the file is
@@ -119,6 +120,9 @@ class AttackSpec:
         params (Mapping[str, Any]): Parameters (validated against the attack's defaults).
         metric (str): The attack's primary metric (from the registry).
         budget (float, optional): Upper bound on the metric; ``None`` = report only.
+        margin (float, optional): ``budget = { margin = m }``: the advantage the run may add over
+            max(side-knowledge baseline, chance); the absolute budget is then ``chance + m``,
+            known once the attack has run (``budget`` stays ``None`` here).
     """
 
     key: str
@@ -126,6 +130,13 @@ class AttackSpec:
     params: Mapping[str, Any] = field(default_factory=dict)
     metric: str = ""
     budget: float | None = None
+    margin: float | None = None
+
+    def budget_for(self, chance: float | None) -> float | None:
+        """The absolute budget on the metric once the attack's chance level is known."""
+        if self.margin is None:
+            return self.budget
+        return None if chance is None else float(chance) + self.margin
 
 
 @dataclass(frozen=True)
@@ -190,6 +201,7 @@ class ThreatModel:
                                "aux_graphs": self.side_knowledge.aux_graphs},
             "assumptions": list(self.assumptions),
             "attacks": [{"key": a.key, "attack": a.attack, "metric": a.metric, "budget": a.budget,
+                         **({"margin": a.margin} if a.margin is not None else {}),
                          "params": dict(a.params)} for a in self.attacks],
         }
 
@@ -298,24 +310,33 @@ def _attacks(table: object, adversary: Adversary | None, problems: list[str]) ->
             continue
         params = {k: v for k, v in body.items() if k not in ("budget", "attack")}
         problems.extend(f"{where}: {p}" for p in acls.validate_params(params))
-        budget: float | None = None
-        raw = body.get("budget")
-        expected = f"max_{acls.metric}"
-        if raw is not None:
-            if not isinstance(raw, Mapping) or set(raw) != {expected}:
-                got = sorted(raw) if isinstance(raw, Mapping) else raw
-                problems.append(f"{where}: budget must be {{ {expected} = <number> }} "
-                                f"({acls.name!r} reports {acls.metric!r}), got {got!r}")
-            else:
-                value = raw[expected]
-                if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                    problems.append(f"{where}: budget {expected} must be a finite number, got {value!r}")
-                else:
-                    budget = float(value)
+        budget, margin = _budget(body.get("budget"), f"max_{acls.metric}", acls, where, problems)
         if adversary is not None and acls.requires_malicious and adversary.behaviour is not Behaviour.MALICIOUS:
             problems.append(f"{where}: {acls.name!r} is an active attack and needs behaviour = \"malicious\"")
-        out.append(AttackSpec(str(key), acls.name, params, acls.metric, budget))
+        out.append(AttackSpec(str(key), acls.name, params, acls.metric, budget, margin))
     return out
+
+
+def _budget(raw: object, expected: str, acls: Any, where: str,
+            problems: list[str]) -> tuple[float | None, float | None]:
+    """``(budget, margin)`` from ``{ max_<metric> = b }`` (absolute) or ``{ margin = m }`` (advantage)."""
+    if raw is None:
+        return None, None
+    if not isinstance(raw, Mapping) or len(raw) != 1 or set(raw) - {expected, "margin"}:
+        got = sorted(raw) if isinstance(raw, Mapping) else raw
+        problems.append(f"{where}: budget must be {{ {expected} = <number> }} or {{ margin = <number> }} "
+                        f"({acls.name!r} reports {acls.metric!r}), got {got!r}")
+        return None, None
+    (key, value), = raw.items()
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        problems.append(f"{where}: budget {key} must be a finite number, got {value!r}")
+        return None, None
+    if key == "margin":
+        if value < 0:
+            problems.append(f"{where}: budget margin must be >= 0, got {value!r}")
+            return None, None
+        return None, float(value)
+    return float(value), None
 
 
 __all__ = ["Adversary", "AttackSpec", "Behaviour", "SideKnowledge", "ThreatModel", "threat_models_dir"]

@@ -16,7 +16,7 @@ SHIPPED = ("curious_server", "curious_clients", "malicious_client")
 def test_every_shipped_threat_model_loads_with_budgets_on_its_attacks_metrics(name: str) -> None:
     tm = ThreatModel.load(name)
     assert tm.name == name and tm.source.endswith(f"{name}.toml")
-    assert tm.attacks and all(a.budget is not None for a in tm.attacks)
+    assert tm.attacks and all(a.budget is not None or a.margin is not None for a in tm.attacks)
     assert tm.assumptions
     d = tm.to_dict()
     assert d["adversary"]["parties"] == list(tm.adversary.parties)
@@ -82,3 +82,39 @@ def test_an_unknown_name_lists_the_shipped_threat_models() -> None:
     with pytest.raises(ConfigError, match=r"not found; shipped threat models: \['curious_clients'"):
         ThreatModel.load("no_such_model")
     assert (threat_models_dir() / "curious_server.toml").is_file()
+
+
+def test_a_margin_budget_is_judged_over_chance_once_the_attack_ran(tmp_path: Path) -> None:
+    from securefg.audit.report import AttackEntry
+
+    path = tmp_path / "m.toml"
+    path.write_text("""
+name = "m"
+[adversary]
+parties = ["server"]
+behaviour = "honest-but-curious"
+[attacks.label_inference]
+budget = { margin = 0.1 }
+""")
+    spec = ThreatModel.load(path).attacks[0]
+    assert spec.budget is None and spec.margin == 0.1
+    assert spec.budget_for(0.5) == pytest.approx(0.6) and spec.budget_for(None) is None
+    # public knowledge reaches 0.8: 0.85 adds 0.05 (passes), 0.95 adds 0.15 (fails)
+    assert AttackEntry.verdict(0.85, spec.budget_for(0.5), baseline=0.8, chance=0.5) is True
+    assert AttackEntry.verdict(0.95, spec.budget_for(0.5), baseline=0.8, chance=0.5) is False
+    assert ThreatModel.load(path).to_dict()["attacks"][0]["margin"] == 0.1
+
+
+@pytest.mark.parametrize("budget", ["{ margin = -0.1 }", "{ margin = 0.1, max_auc = 0.6 }", "{ margin = nan }"])
+def test_a_bad_margin_is_refused_naming_the_attack(tmp_path: Path, budget: str) -> None:
+    path = tmp_path / "m.toml"
+    path.write_text(f"""
+name = "m"
+[adversary]
+parties = ["server"]
+behaviour = "honest-but-curious"
+[attacks.label_inference]
+budget = {budget}
+""")
+    with pytest.raises(ConfigError, match="attacks.label_inference: budget"):
+        ThreatModel.load(path)
