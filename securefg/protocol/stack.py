@@ -40,6 +40,7 @@ import torch
 
 from securefg.errors import ConfigError, UnboundTagError
 from securefg.protocol.guarantees import FailedProtection, refusal, unsafe_problem
+from securefg.protocol.releases import DeclaredRelease, parse_releases
 from securefg.protocol.mechanism import (
     ExchangeKind,
     Mechanism,
@@ -52,7 +53,7 @@ from securefg.toml_files import protocols_dir, read_named_toml, top_level_proble
 _BINDING_KEYS = {"mechanism", "params", "transforms", "wire_dtype", "unsafe"}
 WIRE_DTYPES = {"float64": torch.float64, "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 """Precisions a binding's ``wire_dtype`` may ask for floating tensors to travel in."""
-_TOP_KEYS = {"name", "description", "tags", "unsafe"}
+_TOP_KEYS = {"name", "description", "tags", "unsafe", "releases"}
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,8 @@ class ProtocolStack:
         source (str): Where it was read from (for error messages). (default: ``"<memory>"``)
         unsafe (str, optional): Why any binding may void a protection; without it (or the
             binding's own ``unsafe``) a voided protection is refused. (default: :obj:`None`)
+        releases (Iterable[DeclaredRelease]): What the stack releases by design, with the attacks
+            that measure it and its DP knob (:mod:`securefg.protocol.releases`). (default: none)
 
     Raises:
         ConfigError: Every invalid binding and every voided protection nobody marked ``unsafe``.
@@ -116,8 +119,10 @@ class ProtocolStack:
         description: str = "",
         source: str = "<memory>",
         unsafe: str | None = None,
+        releases: Iterable[DeclaredRelease] = (),
     ) -> None:
         self.name = name
+        self.releases: tuple[DeclaredRelease, ...] = tuple(releases)
         self.description = description
         self.source = source
         self.unsafe = unsafe
@@ -150,6 +155,7 @@ class ProtocolStack:
     def from_dict(cls, data: Mapping[str, Any], *, source: str = "<memory>") -> ProtocolStack:
         problems = top_level_problems(data, _TOP_KEYS)
         problems += unsafe_problem("", data.get("unsafe"))
+        releases = parse_releases(data.get("releases"), problems)
         name = data.get("name")
         tags = data.get("tags", {})
         if not isinstance(tags, Mapping) or not tags:
@@ -185,7 +191,11 @@ class ProtocolStack:
         if problems:
             raise ConfigError(f"invalid protocol stack {source}:\n" + "\n".join(f"- {p}" for p in problems))
         return cls(str(name), bindings, description=str(data.get("description", "")), source=source,
-                   unsafe=data.get("unsafe"))
+                   unsafe=data.get("unsafe"), releases=releases)
+
+    def releases_for(self, attack: str) -> tuple[DeclaredRelease, ...]:
+        """The declared releases an attack measures (empty: a leak the stack does not declare)."""
+        return tuple(r for r in self.releases if r.covers(attack))
 
     # --------------------------------------------------------------------------- resolving
     def binding_for(self, tag: str) -> Binding:
@@ -239,6 +249,7 @@ class ProtocolStack:
             "name": self.name,
             "description": self.description,
             **({"unsafe": self.unsafe} if self.unsafe is not None else {}),
+            **({"releases": [r.to_dict() for r in self.releases]} if self.releases else {}),
             "bindings": {
                 b.pattern: {
                     "mechanism": b.mechanism,
