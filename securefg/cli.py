@@ -23,6 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run one ``securefg`` command; return its exit code (:data:`EXIT_ERROR` on any error)."""
     from securefg.commands import (
         audit_cmd,
+        audit_matrix_cmd,
         datasets_cmd,
         deploy_cmd,
         partition_cmd,
@@ -34,9 +35,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="securefg", description="Secure aggregation for federated graph learning.")
     parser.add_argument("--debug", action="store_true", help="print the traceback of an error (before the subcommand)")
     sub = parser.add_subparsers(dest="command", required=True)
-    for mod in (run_cmd, datasets_cmd, partition_cmd, audit_cmd, summarize_cmd, reproduce_cmd, deploy_cmd):
+    for mod in (run_cmd, datasets_cmd, partition_cmd, audit_cmd, audit_matrix_cmd, summarize_cmd, reproduce_cmd,
+                deploy_cmd):
         mod.register(sub)
-    args = parser.parse_args(argv)
+    args = parser.parse_args(audit_matrix_cmd.rewrite(sys.argv[1:] if argv is None else list(argv)))
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:

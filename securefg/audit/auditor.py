@@ -56,13 +56,15 @@ def run_summary(result: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def audit(cfg: Any, tm: ThreatModel, out_dir: Path) -> AuditReport:
+def audit(cfg: Any, tm: ThreatModel, out_dir: Path, *, plaintext: bool = True) -> AuditReport:
     """Run the audit of ``cfg`` under ``tm``; write nothing but the runs' own outputs.
 
     Args:
         cfg (RunConfig): The run (``protocol=None`` = the method's protected default).
         tm (ThreatModel): Adversary, side knowledge, attacks, budgets.
         out_dir (Path): The audit folder (runs go to ``runs/<stack>/``, derived stacks to ``stacks/``).
+        plaintext (bool): Also run and attack the plaintext stack (the comparison column). A
+            curve point of a DP knob skips it: its plaintext run is the same at every point.
 
     Returns:
         AuditReport: Validated; render it with :func:`securefg.audit.render.write_report`.
@@ -79,7 +81,7 @@ def audit(cfg: Any, tm: ThreatModel, out_dir: Path) -> AuditReport:
     summaries: dict[str, dict[str, Any]] = {}
     ledgers: dict[str, Any] = {}
     prot: list[dict[str, Any]] = []
-    for label, proto in (("protected", cfg.protocol), (PLAINTEXT, PLAINTEXT)):
+    for label, proto in (("protected", cfg.protocol), (PLAINTEXT, PLAINTEXT))[:2 if plaintext else 1]:
         c = replace(cfg, protocol=proto, out=str(out_dir / "runs" / label))
         stack = resolve_stack(c)
         result = run_experiment(c)
@@ -99,7 +101,10 @@ def audit(cfg: Any, tm: ThreatModel, out_dir: Path) -> AuditReport:
             summaries["_description"] = {"stack_description": stack.description}
         del result, fed, ctx
         gc.collect()
-    entries = merge(results["protected"], results[PLAINTEXT], tm)
+    entries = merge(results["protected"], results.get(PLAINTEXT, []), tm)
+    if not plaintext:
+        summaries[PLAINTEXT] = {"protocol": None, "metrics": {}}
+        ledgers[PLAINTEXT] = ()
     run = {
         "method": cfg.method, "dataset": cfg.dataset, "partition": cfg.partition, "clients": cfg.clients,
         "rounds": cfg.rounds, "seed": cfg.seed, "protocol": summaries["protected"]["protocol"],
