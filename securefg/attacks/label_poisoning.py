@@ -87,11 +87,19 @@ def label_poisoned_method(base: str, label: str, members: Iterable[str], *, shif
 
     def setup_client(self: Method, party: Any, index: int) -> None:
         bcls.setup_client(self, party, index)
-        if party.pid in mine:
-            _shift_batch(party.state, party.pid)
+        settings = getattr(self, "settings", None)
+        if party.pid in mine and settings is not None and (settings.variant != "B" or settings.hardened):
+            _shift_batch(party.state, party.pid)  # no batch in A / hardened: refused, named
+
+    def on_nsf_assemble(self: Method, cli: Any) -> None:
+        # the training batch is built once the relayed NSF rows are assembled (party programs)
+        bcls.on_nsf_assemble(self, cli)  # type: ignore[attr-defined]
+        if cli.pid in mine:
+            _shift_batch(cli.state, cli.pid)
 
     return deviating_clients(bcls, label, mine, [("aggregate", tag)], lambda x: shape(dict(x)),
-                             what=f"on shifted labels ({label})", extra={"setup_client": setup_client})
+                             what=f"on shifted labels ({label})",
+                             extra={"setup_client": setup_client, "on_nsf_assemble": on_nsf_assemble})
 
 
 def scaled_to_norm(update: dict[str, torch.Tensor], norm: float) -> dict[str, torch.Tensor]:
