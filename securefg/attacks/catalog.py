@@ -15,6 +15,7 @@ from securefg.attacks import (  # noqa: F401
     nsf_link,
     partner_recovery,
     poisoning,
+    sheaf_feedback,
     spoofed_generator,
     structure_link,
 )

@@ -79,7 +79,8 @@ FEDSHEAFHN = {
         "Delta_i). With the weights it generated, the server rebuilds each client's fine-tuned layers exactly "
         "(update inversion) and reads which words occur in its documents from the first layer (feature "
         "inference); securefg.attacks.sheaf_feedback measures both. The mailbox stack hides only which client "
-        "sent which update (session pseudonyms through the shuffler)."
+        "sent which update (session pseudonyms through the shuffler); under fedsheafhn_feedback_dp the server "
+        "reads only a clipped, locally noised copy of each update (client-level epsilon in result.json)."
     ),
     "fedsheafhn/embedding": (
         "The server reads every client's graph-level embedding x_i under a session pseudonym (the sheaf model and "
@@ -109,7 +110,9 @@ FEDSAGE_PLUS = {
         "tanh vectors per federated step, naming the generating owner so the gradient can be routed back): "
         "the peers' nearest-neighbour loss needs them. fGen is trained to emit the owner's hidden neighbours, "
         "so they lie near its nodes (generator_membership). The server sees sealed boxes only; under "
-        "plaintext it reads them too. Embeddings and generator weights never leave their owner."
+        "plaintext it reads them too. Embeddings and generator weights never leave their owner. Under "
+        "fedsage_dp each vector is clipped and noised by its owner before sealing (node-level epsilon in "
+        "result.json; the generator's own training is not covered)."
     ),
     "fedsage/feature_grad": (
         "UNAVOIDABLE: owner i reads, per generated vector, the sum over its M - 1 peers of 2 (x~ - x_{u*_j}) / d, "

@@ -18,7 +18,12 @@ from securefg.federation.party import SERVER, Party
 from securefg.federation.transport import InProcessTransport
 from securefg.protocol.mechanism import ExchangeCall, ExchangeKind
 from securefg.protocol.stack import WIRE_DTYPES, ProtocolStack, Resolved
-from securefg.protocol.transform_rules import refuse_all, require_client_side, require_local
+from securefg.protocol.transform_rules import (
+    refuse_all,
+    require_client_side,
+    require_item_transforms,
+    require_local,
+)
 
 Tensors = Mapping[str, torch.Tensor]
 
@@ -125,6 +130,7 @@ class Exchange:
     ) -> dict[str, list[bytes]]:
         """Server forwards clients' opaque items to the other clients (see relay mechanisms)."""
         res, call = self._call(tag, ExchangeKind.RELAY)
+        require_item_transforms(tag, res.transforms)
         return res.mechanism.run_relay(call, items, exclude_self=exclude_self, shuffle=shuffle)
 
     # ------------------------------------------------------------------ vector exchanges

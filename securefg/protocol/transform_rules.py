@@ -48,3 +48,23 @@ def refuse_all(tag: str, transforms: Sequence[Any]) -> None:
             "personalized_aggregate (each client receives its own mix; there is no single "
             "server-side result to noise); add noise on the inputs with mode = \"local\" on an "
             "aggregate or similarity tag instead")
+
+
+#: Relay tags whose sending method applies the binding's transforms to its items itself, with
+#: what it does. A relay carries opaque bytes the exchange cannot noise, so a transform on any
+#: other relay tag would be ignored: it is refused instead.
+_ITEM_TRANSFORMS: dict[str, str] = {}
+
+
+def register_item_transforms(tag: str, how: str) -> None:
+    """Declare that the method sending relay ``tag`` applies the tag's transforms to its items (``how``)."""
+    _ITEM_TRANSFORMS[tag] = how
+
+
+def require_item_transforms(tag: str, transforms: Sequence[Any]) -> None:
+    """``relay``: transforms only on a tag whose method applies them (:func:`register_item_transforms`)."""
+    if transforms and tag not in _ITEM_TRANSFORMS:
+        raise ConfigError(
+            f"tag {tag!r}: a relay forwards opaque items, so transforms {[type(t).name for t in transforms]} "
+            "cannot run on it, and no method declared that it applies them to its items; remove them "
+            f"(tags whose sender applies them: {sorted(_ITEM_TRANSFORMS) or 'none'})")

@@ -149,6 +149,21 @@ DESCRIBED: dict[str, dict[str, Described]] = {
         "fedsheafhn/embedding": d(S, "the server only ever holds the noised vector"),
         **{t: d(v.readers, _AS_IN_FEDSHEAFHN_SECURE) for t, v in _FEDSHEAFHN_SECURE.items() if t != "fedsheafhn/embedding"},
     },
+    "fedsheafhn_feedback_dp": {
+        "fedsheafhn/embedding": d(S, "the server only ever holds the noised vector"),
+        "fedsheafhn/feedback": d(S, "the server only ever holds the noised update"),
+        "fedsheafhn/weights": d(C, "only its owner opens it (as in fedsheafhn_secure)"),
+        "fedsheafhn/metrics": d(S, "through SecAgg+, the server learns the means"),
+        "fedsheafhn/warm_start": d(S, "through SecAgg+, the server learns the means"),
+    },
+    "fedsage_dp": {
+        "fedsage/generated": d(C, "every peer opens only the noised vectors"),
+        "fedsage/feature_grad": d(C, "fedsage/feature_grad, fedavg/update, fedavg/metrics, fedavg/model: as in "
+                                     "fedsage_secure"),
+        "fedavg/update": d(S, "fedavg/update, fedavg/metrics: the server learns the uniform mean (SecAgg+)"),
+        "fedavg/metrics": d(S, "fedavg/update, fedavg/metrics: the server learns the uniform mean (SecAgg+)"),
+        "fedavg/model": d(C, "the global model is public to the owners"),
+    },
     "fedstruct_secure": _FEDSTRUCT_SECURE,
     "fedstruct_abar_dp": {
         "fedstruct/abar": d(C, "what each client receives by design, its rows of A-bar"),

@@ -54,6 +54,7 @@ from securefg.protocol.relay.ckks_relay import CKKSRelay
 from securefg.protocol.relay.constants import RelayStage
 from securefg.protocol.relay.sealed_relay import SealedRelay, open_bundle, seal_upload
 from securefg.protocol.stack import Resolved
+from securefg.protocol.transform_rules import require_item_transforms
 
 if TYPE_CHECKING:
     from securefg.federation.program.exchange import ClientExchange, ServerExchange
@@ -75,6 +76,7 @@ def _names(text: object) -> list[str]:
 def _resolve(stack: object, tag: str) -> Resolved:
     """The binding of relay ``tag``; refuses mechanisms without party-program halves."""
     res = stack.resolve(tag, RELAY)  # type: ignore[attr-defined]
+    require_item_transforms(tag, res.transforms)
     mech = res.mechanism
     if not isinstance(mech, (SealedRelay, Plaintext, CKKSRelay)):
         raise ConfigError(f"relay tag {tag!r}: mechanism {mech.name!r} has no party-program halves "

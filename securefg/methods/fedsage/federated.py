@@ -33,12 +33,66 @@ from typing import Any
 
 import torch
 
-from securefg.errors import ProtocolError
+from securefg.errors import ConfigError, ProtocolError
 from securefg.federation.codec import TensorSpec, decode_tensors, encode_tensors
 from securefg.methods.fedsage.client import draw_noise, local_feature_loss, peer_gradient
+from securefg.protocol.mechanism import ExchangeKind
+from securefg.protocol.transform_rules import register_item_transforms
 
 TAG_GENERATED = "fedsage/generated"
 TAG_FEATURE_GRAD = "fedsage/feature_grad"
+
+
+register_item_transforms(
+    TAG_GENERATED, "FedSage+ clips each generated vector to the dp_gaussian clip and adds its noise itself "
+    "(securefg.methods.fedsage.federated.noise_generated)")
+
+
+@dataclass(frozen=True)
+class GeneratedDP:
+    r"""Local Gaussian noise on every generated vector an owner relays (``fedsage/generated``).
+
+    Read from the stack: ``transforms = [{ name = "dp_gaussian", mode = "local", noise_multiplier
+    = sigma, clip = C }]`` on the tag. A relay carries opaque items, so the sending owner applies
+    it in :func:`generate`: each of the :math:`|B| P` vectors of width :math:`d` is clipped to L2
+    norm :math:`C` **on its own** (not the payload as a whole) and gets
+    :math:`\mathcal{N}(0, \sigma^2 C^2)` per coordinate.
+    """
+
+    noise_multiplier: float
+    clip: float
+    secure_rng: bool = True
+
+
+def generated_dp(stack: Any) -> GeneratedDP | None:
+    """The DP setting of ``fedsage/generated`` in ``stack`` (``None``: no transform on the tag).
+
+    Raises:
+        ConfigError: A transform other than one ``dp_gaussian`` in ``mode = "local"``.
+    """
+    from securefg.protocol.dp.accountant import Mode
+    from securefg.protocol.dp.gaussian import DPGaussian
+
+    ts = stack.resolve(TAG_GENERATED, ExchangeKind.RELAY).transforms
+    if not ts:
+        return None
+    if len(ts) != 1 or not isinstance(ts[0], DPGaussian) or ts[0].mode is not Mode.LOCAL:
+        raise ConfigError(f"tag {TAG_GENERATED!r}: only one dp_gaussian with mode = \"local\" can run on the "
+                          f"generated features (the sending owner noises each vector), got {list(ts)}")
+    t = ts[0]
+    return GeneratedDP(t.sigma, t.clip, bool(t.params["secure_rng"]))
+
+
+def noise_generated(flat: torch.Tensor, dp: GeneratedDP, generator: torch.Generator | None) -> torch.Tensor:
+    """Clip every row of ``flat`` (``[n, d]``) to L2 norm ``dp.clip`` and add ``N(0, (sigma clip)^2)``
+    per entry (``generator=None``: the OS CSPRNG)."""
+    from securefg.protocol.dp.noise import gaussian_noise
+
+    x = flat.double()
+    norms = x.norm(dim=1, keepdim=True)
+    x = x * torch.clamp(dp.clip / norms.clamp_min(1e-300), max=1.0)
+    noise = gaussian_noise(x.numel(), std=dp.noise_multiplier * dp.clip, generator=generator).view_as(x)
+    return (x + noise).to(flat.dtype)
 
 
 @dataclass(frozen=True)
@@ -49,6 +103,7 @@ class FederatedGenSettings:
     batch: int
     cross_weight: float
     max_neighbours: int
+    dp: GeneratedDP | None = None
 
 
 def federated_round(r: int, steps: int) -> int:
@@ -65,6 +120,10 @@ def generate(state: dict[str, Any], s: FederatedGenSettings, *, index: int, roun
     x_tilde = model.features(z[pick], draw_noise((pick.numel(), z.size(1)), gen, z.device))
     state["gen_x_tilde"] = x_tilde
     flat = x_tilde.detach().reshape(-1, x_tilde.size(-1)).to("cpu", torch.float32)
+    if s.dp is not None:  # local DP, drawn by this owner: what leaves it (and what it remembers sending)
+        flat = noise_generated(flat, s.dp, None if s.dp.secure_rng else gen)
+        state["gen_dp_releases"] = state.get("gen_dp_releases", 0) + 1
+        state["gen_dp_rows"] = flat.size(0)
     _remember(state, "sent_generated", (round, flat))
     return encode_tensors({"owner": torch.tensor([index]), "x": flat})
 

@@ -35,9 +35,11 @@ from securefg.methods.fedsage.federated import (
     TAG_FEATURE_GRAD,
     TAG_GENERATED,
     FederatedGenSettings,
+    GeneratedDP,
     answer,
     federated_round,
     generate,
+    generated_dp,
     owner_step,
 )
 from securefg.methods.fedsage.impair import impair
@@ -45,6 +47,7 @@ from securefg.methods.tasks import NodeTask
 from securefg.methods.training import TrainConfig, evaluate_node, load_state, party_rng, party_seed, state_of
 from securefg.models.neighgen import NeighGen
 from securefg.protocol.mechanism import ExchangeKind
+from securefg.protocol.stack import ProtocolStack
 
 
 @register_method
@@ -190,6 +193,13 @@ class FedSagePlus(FedSage):
                 "gradient, which reveals that peer's node features; use --clients >= 3 or --option cross_weight=0"
             )
         self._gen_report: dict[str, Any] = {}
+        self._gen_dp: GeneratedDP | None = None
+
+    def check_stack(self, stack: ProtocolStack) -> None:
+        """FedSage's checks, then the DP setting of ``fedsage/generated`` (refused unless one local
+        ``dp_gaussian``); kept for the privacy report."""
+        super().check_stack(stack)
+        self._gen_dp = generated_dp(stack)
 
     def setup_client(self, party: Party, index: int) -> None:
         """FedSage's client, then the owner's NeighGen trained locally on its own graph (no messages)."""
@@ -197,10 +207,10 @@ class FedSagePlus(FedSage):
         with party_rng(self.config.seed, party.pid, -3):
             self._train_local_generator(party.pid, party.state)
 
-    def _gen_settings(self) -> FederatedGenSettings:
+    def _gen_settings(self, dp: GeneratedDP | None = None) -> FederatedGenSettings:
         o = self.options
         return FederatedGenSettings(steps=o["gen_fed_steps"], batch=o["gen_batch"], cross_weight=o["cross_weight"],
-                                    max_neighbours=o["max_neighbours"])
+                                    max_neighbours=o["max_neighbours"], dp=dp)
 
     def server_prepare(self, srv: ServerContext) -> None:
         """The federated NeighGen steps (rounds ``-steps .. -1``: generate, relay, answer, peer
@@ -226,10 +236,13 @@ class FedSagePlus(FedSage):
                 ACTION_STEP: self.on_step, ACTION_MEND: self.on_mend}
 
     def on_generate(self, cli: ClientContext) -> None:
-        """Step 1 as owner: generate on a batch; offer the result to the relay."""
+        """Step 1 as owner: generate on a batch (noised by this owner when the stack puts a local
+        ``dp_gaussian`` on ``fedsage/generated`` and the batch is relayed); offer it to the relay."""
+        relay = bool(cli.info.get("relay"))
+        dp = generated_dp(cli.exchange.stack) if relay else None
         with party_rng(self.config.seed, cli.pid, cli.round):
-            item = generate(cli.state, self._gen_settings(), index=client_index(cli.pid), round=cli.round)
-        if cli.info.get("relay"):
+            item = generate(cli.state, self._gen_settings(dp), index=client_index(cli.pid), round=cli.round)
+        if relay:
             cli.offer_relay(TAG_GENERATED, item)
 
     def on_answer(self, cli: ClientContext) -> dict[str, InfoValue]:
@@ -291,7 +304,8 @@ class FedSagePlus(FedSage):
             out[_GEN] = {"generated": int(st["generated_counts"].sum()), "hidden": int(st["impaired"].hidden.numel()),
                          "local_loss_end": float(st["gen_local_loss"]),
                          "local": [float(x) for x in st.get("gen_local_losses", [])],
-                         "cross": [float(x) for x in st.get("gen_cross_loss", [])]}
+                         "cross": [float(x) for x in st.get("gen_cross_loss", [])],
+                         "dp_releases": int(st.get("gen_dp_releases", 0)), "dp_rows": int(st.get("gen_dp_rows", 0))}
         return out
 
     def combine_measures(self, server: Mapping[str, Any], per_client: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
@@ -323,7 +337,51 @@ class FedSagePlus(FedSage):
     def report(self) -> dict[str, Any]:
         """result.json's ``fedsage`` block: NeighGen settings and what mending added."""
         o = self.options
-        return {"fedsage": {**{k: o[k] for k in (*self._INTS, *self._FLOATS)}, **self._gen_report}}
+        out: dict[str, Any] = {"fedsage": {**{k: o[k] for k in (*self._INTS, *self._FLOATS)}, **self._gen_report}}
+        if self._gen_dp is not None:
+            out["privacy"] = generated_privacy(self._gen_dp, self._gen_report.get("dp_releases", {}),
+                                               self._gen_report.get("dp_rows", {}), num_pred=o["num_pred"])
+        return out
+
+
+def generated_privacy(dp: GeneratedDP, releases: Mapping[str, int], rows: Mapping[str, int], *, num_pred: int,
+                      delta: float = 1e-5) -> dict[str, Any]:
+    r"""``result.json``'s ``privacy`` for local DP on ``fedsage/generated`` (RDP, Opacus).
+
+    Per owner, ``releases`` relayed batches of ``rows`` vectors, each clipped to ``C`` and noised with
+    std :math:`\sigma C`. Unit ``node`` (the headline): the :math:`P` vectors generated from one
+    batch node per step move by at most :math:`\sqrt{P} C`, i.e. noise multiplier
+    :math:`\sigma / \sqrt{P}`, composed over every step (a node may be drawn in each; no
+    subsampling credit). Unit ``client``: all rows of every step (:math:`\sigma / \sqrt{rows}` per step).
+    """
+    from securefg.protocol.dp.accountant import epsilon_of_history
+
+    clients: dict[str, Any] = {}
+    for pid in sorted(releases):
+        k, n = int(releases[pid]), int(rows.get(pid, 0))
+        if k == 0:
+            continue
+        node = epsilon_of_history([(dp.noise_multiplier / math.sqrt(num_pred), 1.0, k)], delta=delta)
+        whole = epsilon_of_history([(dp.noise_multiplier / math.sqrt(max(n, 1)), 1.0, k)], delta=delta)
+        clients[pid] = {"epsilon": node, "epsilon_client": whole, "releases": k, "vectors_per_release": n}
+    return {
+        "epsilon": max((c["epsilon"] for c in clients.values()), default=None),
+        "epsilon_client": max((c["epsilon_client"] for c in clients.values()), default=None),
+        "delta": delta, "accountant": "rdp", "unit": "node", "mechanism": "dp_gaussian (local) on fedsage/generated",
+        "noise_multiplier": dp.noise_multiplier, "clip": dp.clip, "clip_per": "generated vector",
+        "noise": "csprng" if dp.secure_rng else "seeded", "clients": clients,
+        "notes": [
+            ("unit 'node': neighbouring runs differ in the num_pred generated vectors of one batch node in every "
+             "federated step (each vector clipped to 'clip' on its own, so the block moves by at most "
+             "sqrt(num_pred) * clip against its absence, the add/remove convention of the accountant; a replacement "
+             "doubles it); no subsampling credit, since a node may be drawn in every step."),
+            ("not covered: what the owner's generator learned from its nodes (fGen is trained on them without DP, "
+             "so every generated vector depends on every node); the guarantee bounds what the released vectors "
+             "add about one node's generated neighbours, not the generator's memory. Node features, mended graphs "
+             "and the FedAvg tags are not covered either."),
+            "epsilon_client: all vectors an owner relays (its whole contribution to the tag).",
+        ],
+    }
 
 
 ACTION_GENERATE = "fedsage/gen/generate"
@@ -341,7 +399,11 @@ def _gen_report(gen: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     history = [{"local_feature_loss": sum(g["local"][t] for g in gen.values()) / n,
                 "cross_feature_loss": sum(g["cross"][t] for g in gen.values() if t < len(g["cross"])) / n}
                for t in range(steps)]
+    dp = ({"dp_releases": {pid: int(g.get("dp_releases", 0)) for pid, g in gen.items()},
+           "dp_rows": {pid: int(g.get("dp_rows", 0)) for pid, g in gen.items()}}
+          if any(g.get("dp_releases") for g in gen.values()) else {})
     return {
+        **dp,
         "generated_neighbours": {pid: int(g["generated"]) for pid, g in gen.items()},
         "hidden_nodes": {pid: int(g["hidden"]) for pid, g in gen.items()},
         "local_loss_end": {pid: float(g["local_loss_end"]) for pid, g in gen.items()},
