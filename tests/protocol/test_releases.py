@@ -51,7 +51,7 @@ def test_a_bad_release_is_refused_naming_it(releases: object, problem: str) -> N
         stack(releases)
 
 
-@pytest.mark.parametrize("name", ["fedpub_ckks", "fedpub_dp", "fedstruct_secure", "fedsage_secure", "fedsheafhn_secure",
+@pytest.mark.parametrize("name", ["fedpub_ckks", "fedpub_dp", "fedstruct_secure", "fedsage_secure", "fedsage_dp", "fedsheafhn_secure", "fedsheafhn_feedback_dp",
                                   "fedsheafhn_dp"])
 def test_the_shipped_releases_name_registered_attacks_bound_tags_and_loadable_knobs(name: str) -> None:
     import securefg.attacks  # noqa: F401  (registers the attacks)
