@@ -1,7 +1,8 @@
 """Run one matrix cell (one audit) and condense its report into a row; resumable per cell.
 
 A finished cell leaves ``<out>/cells/<key>/cell.json`` beside the audit's own ``audit.json``
-and ``report.md``; a rerun reads it instead of auditing again (``--fresh`` reruns). The row
+and ``report.md``; a rerun reads it instead of auditing again, unless the cell's configuration
+changed (``--fresh`` reruns it anyway). The row
 keeps, per attack, the value on the default stack and on plaintext, the side-knowledge
 baseline, the advantage, the margin the threat model allows, and a verdict that tells a
 declared release (the stack names it, :mod:`securefg.protocol.releases`) from a failure.
@@ -117,7 +118,9 @@ def run_cell(cell: MatrixCell, out_root: Path, *, data_root: str | None = None, 
     folder = out_root / "cells" / cell.key
     done = folder / "cell.json"
     if done.exists() and not fresh:
-        return dict(json.loads(done.read_text()))
+        row = dict(json.loads(done.read_text()))
+        if row.get("run") == json.loads(json.dumps(cell.run)):  # same configuration: resume
+            return row
     folder.mkdir(parents=True, exist_ok=True)
     cfg = run_config(cell, data_root=data_root, device=device)
     releases = resolve_stack(cfg).releases

@@ -63,7 +63,7 @@ class MethodPlan:
 
 
 FULL: tuple[MethodPlan, ...] = (
-    MethodPlan("fedavg", "FedAvg", {"dataset": "Cora", "partition": "metis", "clients": 10, "rounds": 20, "seed": 0},
+    MethodPlan("fedavg", "FedAvg", {"dataset": "Cora", "partition": "metis", "clients": 10, "rounds": 50, "seed": 0},
                robust_rounds=50),
     MethodPlan("fedpub", "FED-PUB", {"dataset": "Cora", "partition": "metis", "clients": 10, "rounds": 10, "seed": 42,
                                      "data_seed": 1234}),
