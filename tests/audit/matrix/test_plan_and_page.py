@@ -29,10 +29,10 @@ def test_every_message_exchanging_method_meets_every_threat_model_with_robust_ro
         assert len({c.key for c in got}) == len(got)  # one folder per cell
 
 
-def test_the_fedavg_robust_row_is_the_command_of_the_regression_it_guards() -> None:
+def test_the_fedavg_robust_row_is_the_documented_robust_audit() -> None:
     row = next(c for c in cells(FULL) if c.method == "fedavg" and c.row != "default")
     assert row.command() == ("securefg audit --threat-model malicious_client --method fedavg --dataset Cora "
-                             "--partition metis --clients 10 --rounds 50 --seed 0 --option robust=closest "
+                             "--partition metis --clients 10 --rounds 100 --seed 0 --option robust=closest "
                              "--option robust_k=2 --option robust_norm=0 --out DIR")
 
 
