@@ -43,6 +43,7 @@ from securefg.attacks.base import (
 from securefg.attacks.defences import derived_stack
 from securefg.attacks.malicious import malicious_method, malicious_uploads, variant_label
 from securefg.attacks.metrics import mean_or_nan
+from securefg.errors import SecureFGError
 
 UPDATE_TAG = "fedavg/update"
 #: FedSGD methods whose client step is not a handler: the poisoned upload is intercepted instead.
@@ -99,6 +100,33 @@ def honest_accuracy(model: Any, truth: Any, honest: tuple[str, ...]) -> float:
             accs.append(evaluate_graphs(model, truth.task.test[k], truth.task.num_classes, device,
                                         groups=truth.task.label_groups)["acc"])
     return mean_or_nan(accs)
+
+
+#: A clean model giving one class to at least this share of the honest test nodes is a constant predictor.
+CONSTANT_SHARE = 0.99
+
+
+class ConstantPredictorError(SecureFGError, RuntimeError):
+    """The clean global model predicts one class: an accuracy drop would compare constant predictors."""
+
+
+def constant_share(model: Any, truth: Any, honest: tuple[str, ...]) -> float | None:
+    """Share of the honest clients' test nodes given the model's most frequent class (node tasks)."""
+    import torch
+
+    from securefg.methods.training import propagation_index
+
+    if model is None or getattr(truth.task, "kind", "") != "node":
+        return None
+    device = next(model.parameters()).device
+    preds = []
+    model.eval()
+    with torch.no_grad():
+        for cid in honest:
+            data = truth.task.clients[truth.index(cid)].to(device)
+            preds.append(model(data.x, propagation_index(data))[data.test_mask].argmax(-1).cpu())
+    p = torch.cat(preds) if preds else torch.zeros(0, dtype=torch.long)
+    return float(torch.bincount(p).max()) / p.numel() if p.numel() else None
 
 
 def final_model(result: Any) -> Any:
@@ -163,7 +191,14 @@ class UpdatePoisoning(Attack):
             clean = client_accuracy(ctx.truth.parties, adv.targets)
         else:
             self._score = lambda result: honest_accuracy(final_model(result), ctx.truth, adv.targets)
-            clean = honest_accuracy(ctx.truth.parties["server"].state.get("model"), ctx.truth, adv.targets)
+            clean_model = ctx.truth.parties["server"].state.get("model")
+            share = constant_share(clean_model, ctx.truth, adv.targets)
+            if share is not None and share >= CONSTANT_SHARE:
+                raise ConstantPredictorError(
+                    f"the clean global model gives one class to {share:.1%} of the honest clients' test nodes, "
+                    "so an accuracy drop would compare constant predictors; run more rounds (FedAvg on Cora "
+                    "METIS leaves that plateau after about 60)")
+            clean = honest_accuracy(clean_model, ctx.truth, adv.targets)
         attacked = self._score(ctx.rerun(method=variant))
         rows = [self._defended(ctx, d, variant) for d in self.params["defences"]]
         return AttackOutcome(
