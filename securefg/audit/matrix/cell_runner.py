@@ -1,8 +1,9 @@
 """Run one matrix cell (one audit) and condense its report into a row; resumable per cell.
 
 A finished cell leaves ``<out>/cells/<key>/cell.json`` beside the audit's own ``audit.json``
-and ``report.md``; a rerun reads it instead of auditing again, unless the cell's configuration
-changed (``--fresh`` reruns it anyway). The row
+and ``report.md``; a rerun reads it instead of auditing again, unless the cell's run, its
+stack's content or its threat model changed (a new default stack reruns the method's cells;
+``--fresh`` reruns anyway). The row
 keeps, per attack, the value on the default stack and on plaintext, the side-knowledge
 baseline, the advantage, the margin the threat model allows, and a verdict that tells a
 declared release (the stack names it, :mod:`securefg.protocol.releases`) from a failure.
@@ -107,6 +108,17 @@ def condense(cell: MatrixCell, report: Any, releases: tuple[Any, ...], seconds: 
     }
 
 
+def cell_inputs(cell: MatrixCell, stack: Any, tm: Any) -> dict[str, Any]:
+    """What a finished cell's result depends on: its run, its stack's content, its threat model."""
+    import hashlib
+
+    from securefg.protocol.stack_identity import content_sha256
+
+    tm_text = json.dumps(tm.to_dict() | {"source": None}, sort_keys=True, default=str)
+    return {"run": json.loads(json.dumps(cell.run, default=str)), "stack": stack.name,
+            "stack_sha256": content_sha256(stack), "threat_model_sha256": hashlib.sha256(tm_text.encode()).hexdigest()}
+
+
 def run_cell(cell: MatrixCell, out_root: Path, *, data_root: str | None = None, device: str = "auto",
              fresh: bool = False) -> dict[str, Any]:
     """Audit one cell (or read its finished row) and return the row."""
@@ -117,19 +129,22 @@ def run_cell(cell: MatrixCell, out_root: Path, *, data_root: str | None = None, 
 
     folder = out_root / "cells" / cell.key
     done = folder / "cell.json"
+    cfg = run_config(cell, data_root=data_root, device=device)
+    stack = resolve_stack(cfg)
+    tm = ThreatModel.load(cell.threat_model)
+    inputs = cell_inputs(cell, stack, tm)
     if done.exists() and not fresh:
         row = dict(json.loads(done.read_text()))
-        if row.get("run") == json.loads(json.dumps(cell.run)):  # same configuration: resume
+        if row.get("inputs") == inputs:  # same run, stack and threat model: resume
             return row
     folder.mkdir(parents=True, exist_ok=True)
-    cfg = run_config(cell, data_root=data_root, device=device)
-    releases = resolve_stack(cfg).releases
+    releases = stack.releases
     t0 = time.perf_counter()
-    report = audit(cfg, ThreatModel.load(cell.threat_model), folder)
+    report = audit(cfg, tm, folder)
     write_report(report, folder)
-    row = condense(cell, report, releases, time.perf_counter() - t0)
+    row = {**condense(cell, report, releases, time.perf_counter() - t0), "inputs": inputs}
     done.write_text(json.dumps(row, indent=1, default=str))
     return row
 
 
-__all__ = ["VERDICTS", "accuracy", "attack_verdict", "condense", "headline_epsilon", "run_cell", "run_config", "worst"]
+__all__ = ["VERDICTS", "accuracy", "cell_inputs", "attack_verdict", "condense", "headline_epsilon", "run_cell", "run_config", "worst"]

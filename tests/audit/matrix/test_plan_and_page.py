@@ -110,3 +110,17 @@ def test_the_page_shows_each_attack_with_baseline_advantage_and_the_curve() -> N
     assert "`community_inference` 0.800 / 0.800 / 0.500 → +0.300, margin 0.10: declared release" in text
     assert "| 3 | `fedpub_dp-noise_multiplier-3` | 20.40 | 0.520 (+0.020, pass) | 0.690 |" in text
     assert "Verdict counts (cells): release 1." in text
+
+
+def test_a_cell_reruns_when_its_run_stack_or_threat_model_changes() -> None:
+    from securefg.audit.matrix.cell_runner import cell_inputs
+    from securefg.audit.threat_model import ThreatModel
+
+    cell = cells(QUICK, methods=("fedpub",))[0]
+    tm = ThreatModel.load(cell.threat_model)
+    base = cell_inputs(cell, ProtocolStack.load("fedpub_ckks"), tm)
+    assert base == cell_inputs(cell, ProtocolStack.load("fedpub_ckks"), tm)
+    assert base != cell_inputs(cell, ProtocolStack.load("fedpub_dp"), tm)
+    assert base != cell_inputs(cell, ProtocolStack.load("fedpub_ckks"), ThreatModel.load("curious_clients"))
+    other = cells(QUICK, methods=("fedpub",), threat_models=(cell.threat_model,))[0]
+    assert base == cell_inputs(other, ProtocolStack.load("fedpub_ckks"), tm)
