@@ -145,10 +145,11 @@ CEFGC_TINY = {"diffusion_epochs": 1, "diffusion_batch": 64, "langevin_steps": 1,
 
 def test_fedpub_under_ckks_over_flower_matches_the_in_process_backend(tmp_path):
     pytest.importorskip("tenseal")
-    # the default stack (fedpub_ckks): CKKS similarity of the proxy-graph embeddings, CKKS
-    # personalised mixes, CKKS metric sums, with the keyholder in its own process
-    cfg = RunConfig(method="fedpub", dataset="csbm", clients=3, rounds=2, seed=5, hidden=8, local_epochs=10,
-                    lr=0.05, progress=False)
+    # fedpub_ckks (named: the default, fedpub_dp, draws its embedding noise from the OS CSPRNG, so
+    # two runs differ): CKKS similarity of the proxy-graph embeddings, CKKS personalised mixes, CKKS
+    # metric sums, with the keyholder in its own process
+    cfg = RunConfig(method="fedpub", protocol="fedpub_ckks", dataset="csbm", clients=3, rounds=2, seed=5, hidden=8,
+                    local_epochs=10, lr=0.05, progress=False)
     work = tmp_path / "w"
     fl = run_flower_experiment(cfg, workdir=work)
     ip = run_experiment(cfg)
