@@ -31,6 +31,7 @@ NOT_RUN: dict[str, str] = {
     "SECUREFG_DATA=../shared/datasets python -m pytest -q": "the test command itself (.ci/run)",
     "SECUREFG_FUZZ=1 python -m pytest -q tests/fuzz": "the fuzz profile (5000 cases a test); CI runs its ci profile",
     "python -m pytest -q tests/fuzz": "the fuzz suite, part of the test command",
+    "securefg audit --matrix --quick": "tests/audit/matrix/test_quick_matrix.py runs it (minutes; once is enough)",
 }
 #: Settings appended to every ``run`` and ``audit``, and per method (the model's size, not the protocol).
 TINY_RUN = ["--rounds", "1"]

@@ -85,12 +85,12 @@ QUICK: tuple[MethodPlan, ...] = (
     MethodPlan("fedpub", "FED-PUB", {**_QUICK_NODE, "partition": "metis"}),
     MethodPlan("fedsheafhn", "FedSheafHN", {**_QUICK_NODE, "partition": "metis"}),
     MethodPlan("fedstruct", "FedStruct-B", {**_QUICK_NODE, "partition": "random",
-                                            "options": {"nsf": "hop2vec", "variant": "B"}}),
+                                            "options": {"nsf": "hop2vec", "variant": "B", "structure_hops": 2}}),
     MethodPlan("fedsage_plus", "FedSage+", {**_QUICK_NODE, "partition": "louvain",
-                                            "options": {"gen_local_steps": 20, "gen_fed_steps": 3, "gen_hidden": 32}}),
+                                            "options": {"gen_local_steps": 10, "gen_fed_steps": 2, "gen_hidden": 32}}),
     MethodPlan("cefgc", "CeFGC", {"dataset": "synthetic-graphs", "partition": "single", "clients": 3, "seed": 0,
-                                  "options": {"diffusion_epochs": 5, "diffusion_batch": 8, "langevin_steps": 2,
-                                              "gnn_epochs": 4, "max_nodes": 24}}),
+                                  "options": {"diffusion_epochs": 2, "diffusion_batch": 8, "langevin_steps": 1,
+                                              "gnn_epochs": 2, "max_nodes": 24}}),
 )
 
 
