@@ -32,8 +32,9 @@ def _methods_epilog() -> str:
     from securefg.methods.method_card import METHOD_CARDS
 
     width = max(map(len, METHOD_CARDS))
+    stack_width = max(len(c.default_stack) for c in METHOD_CARDS.values())
     lines = ["methods (--method; paper, task and default stack in the README's table):"]
-    lines += [f"  {c.name:<{width}}  {'/'.join(c.tasks):<10} {c.default_stack:<18} {c.summary}"
+    lines += [f"  {c.name:<{width}}  {'/'.join(c.tasks):<10} {c.default_stack:<{stack_width}} {c.summary}"
               for c in METHOD_CARDS.values()]
     lines += ["", ("The data root: --data-root DIR, else $SECUREFG_DATA, else ~/.cache/securefg/datasets "
               "(securefg datasets lists what is there)."),

@@ -102,12 +102,13 @@ def test_fedstruct_under_its_secure_stack_over_flower_matches_the_in_process_bac
 
 
 def test_fedsheafhn_under_the_mailbox_over_flower_matches_the_in_process_backend(tmp_path):
-    # the default stack (fedsheafhn_secure): embeddings and feedback collected through the
-    # shuffler (its own process) under session pseudonyms, generated weights sealed back to each
-    # pseudonym's owner, metrics through SecAgg+; refresh_every=1 collects a new embedding in round 1
+    # fedsheafhn_secure (named: the default, fedsheafhn_feedback_dp, draws its noise from the OS
+    # CSPRNG, so two runs differ): embeddings and feedback collected through the shuffler (its own
+    # process) under session pseudonyms, generated weights sealed back to each pseudonym's owner,
+    # metrics through SecAgg+; refresh_every=1 collects a new embedding in round 1
     options = {"warmup_epochs": 2, "refresh_every": 1, "knn": 1, "hn_hidden": 8, "sheaf_hidden": 4, "sheaf_layers": 2}
-    cfg = RunConfig(method="fedsheafhn", dataset="csbm", clients=3, rounds=2, seed=5, hidden=8, local_epochs=2,
-                    progress=False, options=options)
+    cfg = RunConfig(method="fedsheafhn", protocol="fedsheafhn_secure", dataset="csbm", clients=3, rounds=2, seed=5,
+                    hidden=8, local_epochs=2, progress=False, options=options)
     work = tmp_path / "w"
     fl = run_flower_experiment(cfg, workdir=work)
     ip = run_experiment(cfg)
@@ -198,13 +199,14 @@ def test_fedpub_under_ckks_over_flower_matches_the_in_process_backend(tmp_path):
 
 
 def test_fedsage_plus_under_its_secure_stack_over_flower_matches_the_in_process_backend(tmp_path):
-    # the default stack (fedsage_secure): the federated NeighGen phase (Method.server_prepare)
-    # relays each owner's generated features sealed end to end (sealed_relay) and returns each
-    # owner the sum of its peers' feature gradients (peer_sum: SecAgg+ with the owner as the
-    # aggregator, the server a relay); then FedSage on the mended graphs, FedAvg's secure sums
+    # fedsage_secure (named: FedSage+'s default, fedsage_dp, draws its noise from the OS CSPRNG, so
+    # two runs differ): the federated NeighGen phase (Method.server_prepare) relays each owner's
+    # generated features sealed end to end (sealed_relay) and returns each owner the sum of its
+    # peers' feature gradients (peer_sum: SecAgg+ with the owner as the aggregator, the server a
+    # relay); then FedSage on the mended graphs, FedAvg's secure sums
     options = {"gen_local_steps": 5, "gen_fed_steps": 2, "gen_batch": 16, "gen_hidden": 16}
-    cfg = RunConfig(method="fedsage_plus", dataset="csbm", clients=3, rounds=2, seed=5, hidden=8, local_epochs=2,
-                    progress=False, options=options)
+    cfg = RunConfig(method="fedsage_plus", protocol="fedsage_secure", dataset="csbm", clients=3, rounds=2, seed=5,
+                    hidden=8, local_epochs=2, progress=False, options=options)
     work = tmp_path / "w"
     fl = run_flower_experiment(cfg, workdir=work)
     ip = run_experiment(cfg)
