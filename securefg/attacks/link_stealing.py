@@ -73,13 +73,18 @@ def feature_similarity(knowledge: Knowledge, pairs: torch.Tensor) -> torch.Tenso
 
 def _own_mix(ctx: AdversaryContext) -> dict[str, torch.Tensor] | None:
     """A client coalition's freshest model: the first member's own decrypted FED-PUB mix (its
-    ``personal`` state). None for a server adversary, which reads models from its view instead."""
+    ``personal`` state), or a FedSheafHN client's model built on the weights the server generated
+    for it. None for a server adversary, which reads models from its view instead."""
     if "server" in ctx.view.members:
         return None
     for pid in ctx.view.clients:
         mix = ctx.view.own_state(pid, "personal")
         if mix:
             return {k: torch.as_tensor(v) for k, v in mix.items()}
+        if ctx.run.method == "fedsheafhn":  # its GCN layers are the ones the server generated from every embedding
+            model = ctx.view.own_state(pid, "model")
+            if isinstance(model, torch.nn.Module):
+                return {k: v.detach().cpu() for k, v in model.state_dict().items()}
     return None
 
 
@@ -232,7 +237,7 @@ class LinkStealing(Attack):
         post = torch.zeros(n, adv.run.num_classes, dtype=torch.float64)
         for gid, x in adv.knowledge.target_features.values():
             post[gid] = _gcn_posteriors(adv, mix, x)
-        self._used = {"own personalised mix"}
+        self._used = {"own generated model" if adv.run.method == "fedsheafhn" else "own personalised mix"}
         return post
 
     def _fedstruct_posteriors(self, adv: AdversaryContext) -> torch.Tensor:

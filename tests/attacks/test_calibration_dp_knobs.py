@@ -50,3 +50,17 @@ def test_generator_membership_reads_the_noised_generated_features() -> None:
     noised = _value("fedsage_dp", task, "fedsage_plus", ["client/0"], attacks, "generator_membership", **kw)
     assert plain >= 0.6
     assert noised < 0.6 and abs(noised - 0.5) < abs(plain - 0.5)
+
+
+def test_a_curious_fedsheafhn_client_steals_links_with_its_generated_model(node_task: NodeTask) -> None:
+    """The weights the server generates for a client (from every client's embedding) are the model
+    that client holds: link stealing on the peers' public features reads it (calibrated on a
+    homophilous csbm: the posteriors rank true edges above non-edges)."""
+    task = node_task
+    kw = {"rounds": 2, "hidden": 16, "lr": 0.02, "weight_decay": 5e-4, "local_epochs": 2,
+          "options": {"warmup_epochs": 3, "refresh_every": 2, "knn": 2, "hn_hidden": 8}}
+    r = run_method(task, "fedsheafhn", "fedsheafhn_secure", **kw)
+    res = play(threat(["client/0"], {"link_stealing": {"pairs": 300}}, target_features=True), r, task)["link_stealing"]
+    assert res.status == "ran", res.reason
+    assert res.outcome.value > 0.55
+    assert "own generated model" in str(res.outcome.details)
