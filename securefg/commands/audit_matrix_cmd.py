@@ -44,6 +44,9 @@ def register(sub: Any) -> None:
                    help="only these threat models (default: curious_server,curious_clients,malicious_client)")
     p.add_argument("--no-curves", action="store_true", help="skip the epsilon-utility curves of declared releases")
     p.add_argument("--fresh", action="store_true", help="rerun finished cells and curve points")
+    p.add_argument("--render-only", action="store_true",
+                   help="run nothing: write the page from the cells and curves already finished in --out "
+                        "(missing or outdated cells are listed as not run)")
     p.add_argument("--data-root", default=None, metavar="DIR", help="datasets folder (default: $SECUREFG_DATA)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     p.set_defaults(func=run)

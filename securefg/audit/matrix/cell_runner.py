@@ -120,8 +120,9 @@ def cell_inputs(cell: MatrixCell, stack: Any, tm: Any) -> dict[str, Any]:
 
 
 def run_cell(cell: MatrixCell, out_root: Path, *, data_root: str | None = None, device: str = "auto",
-             fresh: bool = False) -> dict[str, Any]:
-    """Audit one cell (or read its finished row) and return the row."""
+             fresh: bool = False, cached_only: bool = False) -> dict[str, Any] | None:
+    """Audit one cell (or read its finished row) and return the row (``None``: not finished and
+    ``cached_only``)."""
     from securefg.audit.auditor import audit
     from securefg.audit.render import write_report
     from securefg.audit.threat_model import ThreatModel
@@ -137,6 +138,8 @@ def run_cell(cell: MatrixCell, out_root: Path, *, data_root: str | None = None, 
         row = dict(json.loads(done.read_text()))
         if row.get("inputs") == inputs:  # same run, stack and threat model: resume
             return row
+    if cached_only:
+        return None
     folder.mkdir(parents=True, exist_ok=True)
     releases = stack.releases
     t0 = time.perf_counter()

@@ -53,9 +53,16 @@ def run_matrix(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     rows: list[dict[str, Any]] = []
     curves: list[dict[str, Any]] = []
+    missing: list[str] = []
+    cached = bool(getattr(args, "render_only", False))
     for i, cell in enumerate(todo, 1):
         print(f"[{i}/{len(todo)}] {cell.label} vs {cell.threat_model} ({cell.row})", flush=True)
-        row = run_cell(cell, out, data_root=args.data_root, device=args.device, fresh=args.fresh)
+        row = run_cell(cell, out, data_root=args.data_root, device=args.device, fresh=args.fresh and not cached,
+                       cached_only=cached)
+        if row is None:
+            missing.append(cell.command())
+            print("    not run", flush=True)
+            continue
         rows.append(row)
         print(f"    {row['verdict']}  ({row['seconds']:.0f} s)", flush=True)
         if args.no_curves or row["verdict"] != "release":
@@ -63,12 +70,15 @@ def run_matrix(args: argparse.Namespace) -> int:
         for group in knob_groups(cell, row, args):
             knob = group[0].knob
             print(f"    curve of {', '.join(r.tag for r in group)}: {knob.describe()} at {list(knob.values)}", flush=True)
-            curves.append(trace(cell, row, group, out, data_root=args.data_root, device=args.device, fresh=args.fresh))
+            curve = trace(cell, row, group, out, data_root=args.data_root, device=args.device,
+                          fresh=args.fresh and not cached, cached_only=cached)
+            if curve is not None:
+                curves.append(curve)
     seconds = time.perf_counter() - t0
     doc = {
         "command": command_text(args), "when": datetime.date.today().isoformat(), "seconds": seconds,
         "machine": f"{platform.machine()} {platform.system()}, {_cpus()} CPU cores", "out": str(out),
-        "counts": counts(rows, curves), "rows": rows, "curves": curves,
+        "counts": counts(rows, curves), "rows": rows, "curves": curves, "not_run": missing,
     }
     page_path, json_path = write(doc, page)
     verdicts = [cell_verdict(r, curves) for r in rows]
@@ -76,6 +86,8 @@ def run_matrix(args: argparse.Namespace) -> int:
     print(f"wrote {page_path} and {json_path} ({seconds / 60:.1f} min)")
     if "error" in verdicts:
         return 3
+    if missing:
+        return 1
     return 1 if ("fail" in verdicts or "release without curve" in verdicts) else 0
 
 

@@ -80,7 +80,8 @@ def point_cell(cell: MatrixCell, knob: ReleaseKnob, value: float, folder: Path) 
 
 
 def trace(cell: MatrixCell, row: dict[str, Any], releases: list[DeclaredRelease], out_root: Path, *,
-          data_root: str | None = None, device: str = "auto", fresh: bool = False) -> dict[str, Any]:
+          data_root: str | None = None, device: str = "auto", fresh: bool = False,
+          cached_only: bool = False) -> dict[str, Any] | None:
     """The curve of releases sharing one knob: no-DP (the cell's row) and one audited point per
     knob value, each playing every attack of those releases."""
     from securefg.audit.auditor import audit
@@ -106,6 +107,8 @@ def trace(cell: MatrixCell, row: dict[str, Any], releases: list[DeclaredRelease]
         if done.exists() and not fresh:
             points.append(json.loads(done.read_text()))
             continue
+        if cached_only:
+            return None
         pcell, stack_file = point_cell(cell, knob, value, folder)
         cfg = run_config(pcell, data_root=data_root, device=device, protocol=stack_file)
         releases = resolve_stack(cfg).releases

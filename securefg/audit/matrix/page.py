@@ -114,6 +114,11 @@ def render(doc: dict[str, Any]) -> str:
             value = "no DP" if p["value"] is None else f"{p['value']:g}"
             L.append(f"| {value} | `{p['stack']}` | {fmt(p['epsilon'], 2)} | " + " | ".join(cells) + f" | {fmt(p['accuracy'])} |")
         L.append("")
+    if doc.get("not_run"):
+        L += ["## Cells not in this page", "",
+              "These cells had not finished (or their stack or threat model changed since) when the page was "
+              "written; each runs alone with its command:", ""]
+        L += [f"* `{c}`" for c in doc["not_run"]] + [""]
     L += ["## Configurations and commands", "",
           "Each row reproduces alone with its command (add `--data-root` if `$SECUREFG_DATA` is unset). The "
           "accuracy column is this short run's, not the method's documented score (its own page has that).", "",

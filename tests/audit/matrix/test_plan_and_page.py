@@ -124,3 +124,14 @@ def test_a_cell_reruns_when_its_run_stack_or_threat_model_changes() -> None:
     assert base != cell_inputs(cell, ProtocolStack.load("fedpub_ckks"), ThreatModel.load("curious_clients"))
     other = cells(QUICK, methods=("fedpub",), threat_models=(cell.threat_model,))[0]
     assert base == cell_inputs(other, ProtocolStack.load("fedpub_ckks"), tm)
+
+
+def test_render_only_runs_nothing_and_lists_every_unfinished_cell(tmp_path: Path) -> None:
+    from securefg.cli import main
+
+    page = tmp_path / "page.md"
+    assert main(["audit", "--matrix", "--render-only", "--out", str(tmp_path / "empty"), "--page", str(page)]) == 1
+    text = page.read_text()
+    assert "## Cells not in this page" in text
+    assert text.count("* `securefg audit --threat-model") == len(cells(FULL))
+    assert not (tmp_path / "empty" / "cells").exists()
