@@ -33,6 +33,8 @@ from typing import Any
 
 import tomllib
 
+from securefg.toml_files import toml_value
+
 ATTACKS = ("structure_link", "nsf_link")
 
 
@@ -55,25 +57,12 @@ def noisy_stack(sigma: float, clip: float, folder: Path, *, secure_rng: bool = T
     for tag, table in data["tags"].items():
         lines.append(f'[tags."{tag}"]')
         for k, v in table.items():
-            lines.append(f"{k} = {_toml(v)}")
+            lines.append(f"{k} = {toml_value(v)}")
         lines.append("")
     path = folder / f"abar_dp_{sigma:g}.toml"
     path.write_text("\n".join(lines))
     return str(path)
 
-
-def _toml(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, str):
-        return json.dumps(v)
-    if isinstance(v, dict):
-        return "{ " + ", ".join(f"{k} = {_toml(x)}" for k, x in v.items()) + " }"
-    if isinstance(v, list):
-        return "[" + ", ".join(_toml(x) for x in v) + "]"
-    raise TypeError(f"cannot write {v!r} as TOML")
 
 
 def measure(cfg: Any, sigma: float, clip: float, folder: Path, *, secure_rng: bool = True,

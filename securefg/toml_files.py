@@ -63,3 +63,25 @@ def top_level_problems(data: Mapping[str, Any], known: set[str]) -> list[str]:
     if not isinstance(name, str) or not name:
         problems.append("missing 'name' (a non-empty string)")
     return problems
+
+
+def toml_value(v: Any) -> str:
+    """One value as TOML (strings, numbers, booleans, lists, inline tables): what the files
+    securefg writes for itself (derived stacks, run files) need; no dates, no nested arrays of tables."""
+    import json
+    import math
+
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ValueError(f"cannot write {v!r} to TOML (a stack or run file holds finite numbers)")
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False)  # a JSON string is a valid TOML basic string
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    if isinstance(v, Mapping):
+        return "{ " + ", ".join(f"{json.dumps(str(k), ensure_ascii=False)} = {toml_value(x)}" for k, x in v.items()) + " }"
+    raise TypeError(f"cannot write {type(v).__name__} to TOML")
+

@@ -20,7 +20,6 @@ regular registered mechanism (``plaintext_trimmed_mean``) any stack can name onc
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
@@ -31,6 +30,7 @@ import torch
 from securefg.protocol.mechanism import ExchangeCall, ExchangeKind, Mechanism, SumOutcome, register_mechanism
 from securefg.protocol.plaintext import upload_vectors
 from securefg.protocol.stack import ProtocolStack
+from securefg.toml_files import toml_value
 
 
 @register_mechanism
@@ -74,21 +74,6 @@ class PlaintextTrimmedMean(Mechanism):
         return SumOutcome(x[k : n - k].mean(0) * n, tuple(order))
 
 
-def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        if not math.isfinite(float(v)):
-            raise ValueError(f"cannot write {v!r} to TOML")
-        return repr(v)
-    if isinstance(v, str):
-        return json.dumps(v)
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    if isinstance(v, Mapping):
-        return "{ " + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + " }"
-    raise TypeError(f"cannot write a {type(v).__name__} to TOML")
-
 
 def derived_stack(
     stack: ProtocolStack,
@@ -125,20 +110,20 @@ def derived_stack(
         new["unsafe"] = cur["unsafe"]
     bindings[tag] = new
     name = f"{stack.name}+{label}"
-    lines = [f"name = {_toml_value(name)}",
-             f"description = {_toml_value(f'{stack.name} with {tag!r} changed by the audit ({label})')}"]
+    lines = [f"name = {toml_value(name)}",
+             f"description = {toml_value(f'{stack.name} with {tag!r} changed by the audit ({label})')}"]
     if stack.unsafe is not None:
-        lines.append(f"unsafe = {_toml_value(stack.unsafe)}")
+        lines.append(f"unsafe = {toml_value(stack.unsafe)}")
     lines.append("")
     for pattern, b in bindings.items():
-        lines.append(f"[tags.{_toml_value(pattern)}]")
-        lines.append(f"mechanism = {_toml_value(b['mechanism'])}")
+        lines.append(f"[tags.{toml_value(pattern)}]")
+        lines.append(f"mechanism = {toml_value(b['mechanism'])}")
         if b["params"]:
-            lines.append(f"params = {_toml_value(b['params'])}")
+            lines.append(f"params = {toml_value(b['params'])}")
         if b["transforms"]:
-            lines.append(f"transforms = {_toml_value(b['transforms'])}")
+            lines.append(f"transforms = {toml_value(b['transforms'])}")
         if "unsafe" in b:
-            lines.append(f"unsafe = {_toml_value(b['unsafe'])}")
+            lines.append(f"unsafe = {toml_value(b['unsafe'])}")
         lines.append("")
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{name.replace('/', '_')}.toml"

@@ -150,4 +150,4 @@ def run_cell(cell: MatrixCell, out_root: Path, *, data_root: str | None = None, 
     return row
 
 
-__all__ = ["VERDICTS", "accuracy", "cell_inputs", "attack_verdict", "condense", "headline_epsilon", "run_cell", "run_config", "worst"]
+__all__ = ["VERDICTS", "accuracy", "attack_verdict", "cell_inputs", "condense", "headline_epsilon", "run_cell", "run_config", "worst"]

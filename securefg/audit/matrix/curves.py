@@ -27,7 +27,7 @@ def knob_stack_file(knob: ReleaseKnob, value: float, folder: Path) -> Path:
     import tomllib
 
     from securefg.protocol.stack import ProtocolStack
-    from securefg.toml_files import read_named_toml, protocols_dir
+    from securefg.toml_files import protocols_dir, read_named_toml
 
     assert knob.stack is not None and knob.tag is not None and knob.param is not None
     data, _ = read_named_toml(knob.stack, protocols_dir(), "protocol stack")
@@ -49,26 +49,14 @@ def knob_stack_file(knob: ReleaseKnob, value: float, folder: Path) -> Path:
 
 
 def _dump_toml(data: dict[str, Any]) -> str:
-    """A small TOML writer for stack documents (strings, numbers, booleans, lists, inline tables)."""
+    """A stack document as TOML (top-level keys, then ``[[releases]]``, then ``[tags."..."]``)."""
+    from securefg.toml_files import toml_value
 
-    def val(v: Any) -> str:
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        if isinstance(v, (int, float)):
-            return repr(v)
-        if isinstance(v, str):
-            return json.dumps(v, ensure_ascii=False)
-        if isinstance(v, list):
-            return "[" + ", ".join(val(x) for x in v) + "]"
-        if isinstance(v, dict):
-            return "{ " + ", ".join(f"{json.dumps(k)} = {val(x)}" for k, x in v.items()) + " }"
-        raise TypeError(f"cannot write {type(v).__name__} to TOML")
-
-    lines = [f"{k} = {val(v)}" for k, v in data.items() if k not in ("tags", "releases")]
+    lines = [f"{k} = {toml_value(v)}" for k, v in data.items() if k not in ("tags", "releases")]
     for rel in data.get("releases", []):
-        lines += ["", "[[releases]]"] + [f"{k} = {val(v)}" for k, v in rel.items()]
+        lines += ["", "[[releases]]"] + [f"{k} = {toml_value(v)}" for k, v in rel.items()]
     for tag, table in data.get("tags", {}).items():
-        lines += ["", f"[tags.{json.dumps(tag)}]"] + [f"{k} = {val(v)}" for k, v in table.items()]
+        lines += ["", f"[tags.{json.dumps(tag)}]"] + [f"{k} = {toml_value(v)}" for k, v in table.items()]
     return "\n".join(lines) + "\n"
 
 

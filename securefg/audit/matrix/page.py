@@ -72,13 +72,13 @@ def render(doc: dict[str, Any]) -> str:
         "(`privacy-matrix.json`) holds every number; each cell's own `audit.json` and `report.md` are under "
         f"`{doc['out']}/cells/`.",
         "",
-        "**How to read an attack**: `value on the default stack / on plaintext / side-knowledge baseline → "
+        ("**How to read an attack**: `value on the default stack / on plaintext / side-knowledge baseline → "
         "advantage`. The advantage is value − max(baseline, chance): what the protocol adds over what the "
         "adversary's side knowledge alone gives (the threat model grants it, e.g. the public node features). "
         "A verdict passes when the advantage stays within the threat model's margin (0.1 AUC for the "
         "curious parties; 0.05 accuracy drop for the malicious client). A *declared release* is a result "
         "the stack's receivers read by design (`[[releases]]` in the stack file): no mechanism can hide it; "
-        "its epsilon-utility curve below shows what the method's DP knob buys and costs.",
+        "its epsilon-utility curve below shows what the method's DP knob buys and costs."),
         "",
         "Verdict counts (cells): " + ", ".join(f"{k} {v}" for k, v in sorted(c.items())) + ".",
         "",
@@ -116,12 +116,12 @@ def render(doc: dict[str, Any]) -> str:
         L.append("")
     if doc.get("not_run"):
         L += ["## Cells not in this page", "",
-              "These cells had not finished (or their stack or threat model changed since) when the page was "
-              "written; each runs alone with its command:", ""]
+              ("These cells had not finished (or their stack or threat model changed since) when the page was "
+              "written; each runs alone with its command:"), ""]
         L += [f"* `{c}`" for c in doc["not_run"]] + [""]
     L += ["## Configurations and commands", "",
-          "Each row reproduces alone with its command (add `--data-root` if `$SECUREFG_DATA` is unset). The "
-          "accuracy column is this short run's, not the method's documented score (its own page has that).", "",
+          ("Each row reproduces alone with its command (add `--data-root` if `$SECUREFG_DATA` is unset). The "
+          "accuracy column is this short run's, not the method's documented score (its own page has that)."), "",
           "| cell | command | seconds |", "|---|---|---|"]
     for r in rows:
         L.append(f"| {r['label']}, {r['threat_model']}{'' if r['row'] == 'default' else ', ' + r['row']} | `{r['command']}` | {r['seconds']:.0f} |")

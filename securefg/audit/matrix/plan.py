@@ -118,4 +118,4 @@ def with_run(cell: MatrixCell, **changes: Any) -> MatrixCell:
     return replace(cell, run=run)
 
 
-__all__ = ["FULL", "MatrixCell", "MethodPlan", "QUICK", "ROBUST", "THREAT_MODELS", "cells", "with_run"]
+__all__ = ["FULL", "QUICK", "ROBUST", "THREAT_MODELS", "MatrixCell", "MethodPlan", "cells", "with_run"]

@@ -41,6 +41,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 
 from securefg.errors import AuthenticationError, ConfigError, ServerUnreachableError
 from securefg.federation.channel import ChannelIdentity
+from securefg.toml_files import toml_value
 
 PRIVATE_KEY = "private.key"
 PUBLIC_KEY = "public.json"
@@ -77,7 +78,7 @@ def new_keys(pid: str, out: Path, *, force: bool = False) -> Path:
     from securefg.protocol.secure_sum import pinned  # here: the package loads torch, a party's checks do not
 
     ident = ChannelIdentity(pid)
-    raw = ident._private.private_bytes_raw()  # noqa: SLF001 - the one export, to its owner
+    raw = ident._private.private_bytes_raw()
     _write_private(out / PRIVATE_KEY, raw)
     public = out / PUBLIC_KEY
     signing = pinned.public_of(pinned.identity_from_channel_key(raw))
@@ -242,19 +243,6 @@ def check_pinned(identity: ChannelIdentity, directory: Mapping[str, bytes], path
 
 
 # ----------------------------------------------------------------------------- run file
-def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, str):
-        return json.dumps(v)  # a JSON string is a valid TOML basic string
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "{" + ", ".join(f"{json.dumps(str(k))} = {_toml_value(x)}" for k, x in v.items()) + "}"
-    raise ConfigError(f"cannot write {v!r} ({type(v).__name__}) to a run file")
-
 
 def write_run_file(path: Path, cfg: Any, session: bytes | None = None) -> bytes:
     """Write ``cfg`` and the session id (fresh unless given) as a TOML run file; returns the session."""
@@ -262,10 +250,10 @@ def write_run_file(path: Path, cfg: Any, session: bytes | None = None) -> bytes:
     values = {k: v for k, v in asdict(cfg).items() if k not in LOCAL_FIELDS and v is not None}
     options = values.pop("options", {}) or {}
     lines = ["# securefg run file: every party of the run gets the same copy (securefg party --config)",
-             f"session = {_toml_value(session.hex())}"]
-    lines += [f"{k} = {_toml_value(v)}" for k, v in values.items()]
+             f"session = {toml_value(session.hex())}"]
+    lines += [f"{k} = {toml_value(v)}" for k, v in values.items()]
     if options:
-        lines += ["", "[options]"] + [f"{json.dumps(str(k))} = {_toml_value(v)}" for k, v in options.items()]
+        lines += ["", "[options]"] + [f"{json.dumps(str(k))} = {toml_value(v)}" for k, v in options.items()]
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text("\n".join(lines) + "\n")
     return session
