@@ -153,4 +153,4 @@ def _knob(raw: object, where: str, problems: list[str]) -> ReleaseKnob | None:
                        with_options=dict(with_options))
 
 
-__all__ = ["DeclaredRelease", "PARTIES", "ReleaseKnob", "parse_releases"]
+__all__ = ["PARTIES", "DeclaredRelease", "ReleaseKnob", "parse_releases"]
