@@ -82,6 +82,8 @@ def run_page(page: Path, workdir: Path, monkeypatch: pytest.MonkeyPatch, capsys:
         if not line.startswith("securefg "):
             assert line in NOT_RUN, f"{page.name}: {line!r} is neither a securefg command nor listed in NOT_RUN"
             continue
+        if line in NOT_RUN:  # a securefg command run by its own test (named in NOT_RUN)
+            continue
         argv = shlex.split(line)[1:]
         t0 = time.perf_counter()
         try:
