@@ -40,7 +40,6 @@ import torch
 
 from securefg.errors import ConfigError, UnboundTagError
 from securefg.protocol.guarantees import FailedProtection, refusal, unsafe_problem
-from securefg.protocol.releases import DeclaredRelease, parse_releases
 from securefg.protocol.mechanism import (
     ExchangeKind,
     Mechanism,
@@ -48,6 +47,7 @@ from securefg.protocol.mechanism import (
     mechanism_class,
     transform_class,
 )
+from securefg.protocol.releases import DeclaredRelease, parse_releases
 from securefg.toml_files import protocols_dir, read_named_toml, top_level_problems
 
 _BINDING_KEYS = {"mechanism", "params", "transforms", "wire_dtype", "unsafe"}
