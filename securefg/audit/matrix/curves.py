@@ -24,8 +24,6 @@ from securefg.protocol.releases import DeclaredRelease, ReleaseKnob
 
 def knob_stack_file(knob: ReleaseKnob, value: float, folder: Path) -> Path:
     """A copy of the knob's stack with ``param = value`` in the transforms of its tag."""
-    import tomllib
-
     from securefg.protocol.stack import ProtocolStack
     from securefg.toml_files import protocols_dir, read_named_toml
 
@@ -44,7 +42,6 @@ def knob_stack_file(knob: ReleaseKnob, value: float, folder: Path) -> Path:
     path = folder / f"{name}.toml"
     path.write_text(_dump_toml(data))
     ProtocolStack.load(path)  # validate: a knob value the stack refuses fails here, named
-    tomllib.loads(path.read_text())
     return path
 
 

@@ -44,8 +44,8 @@ def test_fedstruct_releases_carry_their_epsilon_utility_curve(matrix: tuple[int,
     _, doc, _ = matrix
     row = next(r for r in doc["rows"] if r["method"] == "fedstruct" and r["threat_model"] == "curious_clients")
     exceeded = {a["release"] for a in row["attacks"] if a["verdict"] == "release"}
-    if not exceeded:
-        pytest.skip("FedStruct-B's releases stayed within the margin on the synthetic graph")
+    # measured on the quick settings: structure_link and nsf_link exceed their margin on the csbm graph
+    assert exceeded, [(a["key"], a["verdict"], a["advantage"]) for a in row["attacks"]]
     curve = next(c for c in doc["curves"] if c["cell"] == row["cell"])
     assert exceeded <= set(curve["tags"])
     assert [p["value"] for p in curve["points"]] == [None, 2.0, 4.0, 8.0]
