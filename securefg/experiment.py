@@ -47,12 +47,18 @@ def resolve_stack(cfg: RunConfig) -> ProtocolStack:
 def build_method(cfg: RunConfig) -> tuple[RunConfig, Method, ProtocolStack, dict[str, Any]]:
     """The run's method on its task and its protocol stack, nothing run yet.
 
+    Values left unset (``lr``, ``weight_decay``, ``local_epochs``, method options) come from the
+    method's per-dataset preset (:func:`securefg.presets.apply_preset`) unless ``cfg.preset`` is
+    off; explicit values always win. The data description carries the ``"preset"`` block.
+
     Returns:
-        (the configuration as run (a one-shot method fixes its round count), the method, the
-        stack, the data description for result.json).
+        (the configuration as run (a one-shot method fixes its round count; preset values
+        filled in), the method, the stack, the data description for result.json).
     """
     from securefg.experiment_data import build_task, default_train_config, split_options
+    from securefg.presets import apply_preset
 
+    cfg, preset_block = apply_preset(cfg)
     device = resolve_device(cfg.device)
     mcls = method_class(cfg.method)
     fixed = getattr(mcls, "fixed_rounds", None)  # one-shot methods (CeFGC) fix their round count
@@ -63,6 +69,7 @@ def build_method(cfg: RunConfig) -> tuple[RunConfig, Method, ProtocolStack, dict
     stack = resolve_stack(cfg)
     stack.check_tags(mcls.TAGS)
     task, data_info = build_task(cfg)
+    data_info["preset"] = preset_block
     # a method may carry its paper's step sizes (FedStruct: Table 4); --lr etc. still override
     base = mcls.train_defaults(task) if hasattr(mcls, "train_defaults") else default_train_config(cfg, task)
     train = TrainConfig(
@@ -160,7 +167,8 @@ def build_result(
         "envelopes": ts["envelopes"],
         "wall_seconds": wall,
         "train_seconds": train_seconds,
-        "data": data_info,
+        "data": {k: v for k, v in data_info.items() if k != "preset"},
+        "preset": data_info.get("preset"),
         "history": [{k: v for k, v in h.items() if k != "per_client"} for h in history],
         "config": {k: v for k, v in asdict(cfg).items() if k not in ("progress",)},
     }

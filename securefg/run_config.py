@@ -37,6 +37,9 @@ class RunConfig:
     ``data_seed`` fixes the split and partition apart from the run seed (FED-PUB's protocol
     keeps one data split, seed 1234, and varies only the run seed); ``None`` uses ``seed``.
     ``checkpoint_every=0`` writes no checkpoint at all (``--resume`` then has nothing to resume).
+    ``preset=True`` fills the values left unset (``lr``, ``weight_decay``, ``local_epochs``, method
+    options) from the method's per-dataset preset file (:mod:`securefg.presets`); ``False`` uses
+    the method's built-in defaults only.
     """
 
     method: str
@@ -62,6 +65,7 @@ class RunConfig:
     resume: bool = False
     progress: bool = True
     keep_payloads: bool = False
+    preset: bool = True
 
     def __post_init__(self) -> None:
         """Refuse settings that would run nothing or divide by zero, before any data is loaded."""
@@ -76,6 +80,17 @@ class RunConfig:
             rate = getattr(self, name)
             if rate is not None and not (math.isfinite(rate) and rate >= 0):
                 raise ConfigError(f"{name} must be finite and >= 0, got {rate!r}")
+
+
+def default_partition(dataset: str) -> str:
+    """The partition a run uses when ``--partition`` is not given: ``metis`` for node datasets,
+    ``single`` for graph datasets (:mod:`securefg.experiment_data` applies the same rule)."""
+    return "single" if dataset_kind(dataset) == "graph" else "metis"
+
+
+def resolved_partition(dataset: str, partition: str | None) -> str:
+    """``partition`` lower-cased, else :func:`default_partition` (what the run will use)."""
+    return partition.lower() if partition else default_partition(dataset)
 
 
 def dataset_names(dataset: str) -> list[str]:
@@ -124,4 +139,4 @@ def is_synthetic(name: str) -> bool:
 
 
 __all__ = ["GRAPH_PARTITIONS", "NODE_PARTITIONS", "PRESETS", "SYNTHETIC_GRAPH", "SYNTHETIC_NODE", "RunConfig",
-           "dataset_kind", "dataset_names", "is_synthetic"]
+           "dataset_kind", "dataset_names", "default_partition", "is_synthetic", "resolved_partition"]

@@ -89,6 +89,9 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                    help="a method option, repeatable; --list-options METHOD lists them with their defaults")
     p.add_argument("--list-options", action=_ListOptions, metavar="METHOD",
                    help="print every --option key of METHOD with its default and meaning, and exit")
+    p.add_argument("--no-preset", action="store_true",
+                   help="ignore the method's per-dataset preset (securefg/presets/<method>.toml): unset values take "
+                        "the method's built-in defaults (default: the preset fills what no flag sets)")
     p.add_argument("--nsf", default=None,
                    help="FedStruct's node structure features: hop2vec (default), node2vec or degree")
     p.add_argument("--variant", default=None,
@@ -115,7 +118,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
         local_epochs=args.local_epochs, batch_size=args.batch_size, hidden=args.hidden,
         prox_mu=args.prox_mu, split=split, options=options,
         checkpoint_every=getattr(args, "checkpoint_every", 0), resume=getattr(args, "resume", False),
-        progress=not getattr(args, "no_progress", False),
+        progress=not getattr(args, "no_progress", False), preset=not getattr(args, "no_preset", False),
     )
 
 
