@@ -11,12 +11,14 @@ from collections.abc import Mapping
 from typing import Any
 
 import torch
+from torch import nn
 from torch_geometric.data import Data
 
 from securefg.errors import ConfigError
 from securefg.federation.party import Party, client_id
 from securefg.federation.program.context import ServerContext
-from securefg.methods.base import Method, register_method
+from securefg.methods.backbone_option import BACKBONE_OPTIONS, check_backbone_options, node_backbone
+from securefg.methods.base import Method, MethodConfig, Task, register_method
 from securefg.methods.fedavg import summarize_task
 from securefg.methods.tasks import NodeTask
 from securefg.methods.training import evaluate_node, party_rng, train_graph_epochs, train_node_epochs
@@ -24,10 +26,28 @@ from securefg.methods.training import evaluate_node, party_rng, train_graph_epoc
 
 @register_method
 class Centralized(Method):
-    """Train on the union of the clients' training data (node: on the full graph)."""
+    """Train on the union of the clients' training data (node: on the full graph).
+
+    Options:
+        backbone (str): ``"gcn"`` or ``"sage"`` (FedSage's GlobSage) for node tasks. (default: ``"gcn"``)
+        layers (int): GraphSage layers. (default: ``2``)
+        dropout (float): GraphSage dropout. (default: ``0.5``)
+    """
 
     name = "centralized"
     TAGS = {}
+    option_defaults = BACKBONE_OPTIONS
+
+    def __init__(self, task: Task, config: MethodConfig) -> None:
+        super().__init__(task, config)
+        check_backbone_options(self.name, self.options, node_task=isinstance(task, NodeTask))
+
+    def make_model(self) -> nn.Module:
+        """The chosen backbone on node tasks, GIN on graph tasks."""
+        if not isinstance(self.task, NodeTask):
+            return super().make_model()
+        return node_backbone(self.options, in_channels=self.task.num_features, classes=self.task.num_classes,
+                             hidden=self.config.hidden, seed=self.config.seed).to(self.config.device)
 
     #: One data owner by construction: it runs in process only (the launcher of a multi-process
     #: backend refuses it), since no party of a federation may hold everyone's data.

@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from torch import nn
+
 from securefg.federation.party import Party
 from securefg.federation.program.context import ClientAction, ClientContext, ServerContext
-from securefg.methods.base import Method, register_method
+from securefg.methods.backbone_option import BACKBONE_OPTIONS, check_backbone_options, node_backbone
+from securefg.methods.base import Method, MethodConfig, Task, register_method
 from securefg.methods.fedavg import combine_client_scores, summarize_task
 from securefg.methods.tasks import NodeTask
 from securefg.methods.training import (
@@ -28,10 +31,28 @@ class Local(Method):
 
     It runs on the same runner as every method (one ``local/train`` step per round, no
     envelope), so its rounds, dropouts and measurements mean what they mean elsewhere.
+
+    Options:
+        backbone (str): ``"gcn"`` (FED-PUB's baselines) or ``"sage"`` (FedSage's LocSage) for
+            node tasks. (default: ``"gcn"``)
+        layers (int): GraphSage layers. (default: ``2``)
+        dropout (float): GraphSage dropout. (default: ``0.5``)
     """
 
     name = "local"
     TAGS = {}
+    option_defaults = BACKBONE_OPTIONS
+
+    def __init__(self, task: Task, config: MethodConfig) -> None:
+        super().__init__(task, config)
+        check_backbone_options(self.name, self.options, node_task=isinstance(task, NodeTask))
+
+    def make_model(self) -> nn.Module:
+        """The chosen backbone on node tasks, GIN on graph tasks."""
+        if not isinstance(self.task, NodeTask):
+            return super().make_model()
+        return node_backbone(self.options, in_channels=self.task.num_features, classes=self.task.num_classes,
+                             hidden=self.config.hidden, seed=self.config.seed).to(self.config.device)
 
     def setup_server(self, party: Party) -> None:
         """The server holds nothing."""

@@ -12,65 +12,9 @@ best pooled-validation epoch): the multi-round methods choose their round on val
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
 
 from securefg.errors import ConfigError
-from securefg.run_config import RunConfig
-
-
-@dataclass(frozen=True)
-class Setting:
-    """One data setting of the comparison.
-
-    Args:
-        name (str): Row name in the table and folder name (``"PROTEINS"``, ``"Mix"``).
-        kind (str): ``"single-dataset"``, ``"across-dataset"`` or ``"across-domain"``.
-        dataset (str): The ``--dataset`` value (a TU name or a preset of several).
-        clients (int): ``--clients`` (per dataset in the multi-dataset settings). (default: ``3``)
-    """
-
-    name: str
-    kind: str
-    dataset: str
-    clients: int = 3
-
-
-@dataclass(frozen=True)
-class MethodSpec:
-    """One method column: the registered method and how it is run.
-
-    Args:
-        name (str): The registered method (``securefg run --method``).
-        label (str): The paper's name for it.
-        rounds (int): ``--rounds`` (one-shot methods fix their own).
-    """
-
-    name: str
-    label: str
-    rounds: int
-
-    @property
-    def trains_generators(self) -> bool:
-        """Whether the method trains diffusion generators (and so uses the generator cache)."""
-        return self.name.startswith("cefgc")
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One run: a setting, a method and a seed (the seed fixes split, initialisation and draws)."""
-
-    setting: Setting
-    method: MethodSpec
-    seed: int
-
-    def folder(self, root: str | Path) -> Path:
-        """Where this cell writes its ``result.json``."""
-        return Path(root) / self.setting.name / self.method.name / f"seed{self.seed}"
-
-    def __str__(self) -> str:
-        return f"{self.setting.name} / {self.method.label} / seed {self.seed}"
-
+from securefg.reproduce.cells import Cell, MethodSpec, Setting, run_config
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("MUTAG", "single-dataset", "MUTAG"),
@@ -139,25 +83,6 @@ def plan(
     by_method = {m.name: m for m in METHODS}
     return [Cell(by_setting[s], by_method[m], seed) for s in setting_names for m in method_names
             for seed in dict.fromkeys(chosen_seeds)]
-
-
-def run_config(
-    cell: Cell,
-    *,
-    out_root: str | Path,
-    device: str = "auto",
-    data_root: str | None = None,
-    generator_cache: str | Path | None = None,
-) -> RunConfig:
-    """The ``securefg run`` configuration of one cell (protected default stacks)."""
-    options: dict[str, object] = {}
-    if cell.method.trains_generators and generator_cache is not None:
-        options["generator_cache"] = str(generator_cache)
-    return RunConfig(
-        method=cell.method.name, dataset=cell.setting.dataset, clients=cell.setting.clients,
-        rounds=cell.method.rounds, seed=cell.seed, data_root=data_root, device=device,
-        out=str(cell.folder(out_root)), options=options, progress=False,
-    )
 
 
 __all__ = ["METHODS", "QUICK_METHODS", "QUICK_SEEDS", "QUICK_SETTINGS", "SEEDS", "SETTINGS", "Cell", "MethodSpec",

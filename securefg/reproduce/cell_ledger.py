@@ -22,9 +22,11 @@ from securefg.errors import InvalidInputError
 
 #: Metrics a record keeps (everything the table, the targets, the per-dataset breakdown and the cost table read).
 KEPT_METRICS = ("test_auc", "final_test_auc", "test_acc", "final_test_acc", "best_round", "val_auc", "val_acc",
-                "test_auc_by_dataset", "global_val_auc", "mean_client_test_auc")
-#: Top-level result keys a record keeps.
-KEPT_KEYS = ("method", "seed", "device", "wall_seconds")
+                "test_auc_by_dataset", "global_val_auc", "mean_client_test_auc", "best_val", "final_test",
+                "majority_baseline_test_acc")
+#: Top-level result keys a record keeps (the stack, bytes and rounds feed the node tables' cost columns).
+KEPT_KEYS = ("method", "seed", "device", "wall_seconds", "protocol", "bytes_total", "wire_bytes_total", "rounds",
+             "rounds_run", "data_seed")
 
 
 def cell_key(setting: str, method: str, seed: int) -> str:
@@ -32,10 +34,13 @@ def cell_key(setting: str, method: str, seed: int) -> str:
     return f"{setting}/{method}/seed{seed}"
 
 
-def compact_record(setting: str, result: Mapping[str, Any], *, source: str) -> dict[str, Any]:
-    """The part of a ``result.json`` the ledger keeps, with its provenance."""
+def compact_record(setting: str, result: Mapping[str, Any], *, source: str, key: str | None = None) -> dict[str, Any]:
+    """The part of a ``result.json`` the ledger keeps, with its provenance (``key``: the column's
+    ledger name when it is not the bare method name, e.g. ``fedpub@plaintext``)."""
     metrics = result.get("metrics") or {}
     rec: dict[str, Any] = {k: result[k] for k in KEPT_KEYS if k in result}
+    if key is not None and key != result.get("method"):
+        rec["column"] = key
     rec["config"] = {"dataset": (result.get("config") or {}).get("dataset")}
     rec["metrics"] = {k: _finite(metrics[k]) for k in KEPT_METRICS if k in metrics}
     rec["setting"] = setting
@@ -77,24 +82,25 @@ class CellLedger:
             self._cells = data["cells"]
             self._commands = [str(c) for c in data.get("commands", [])]
 
-    def get(self, setting: str, method: str, seed: int) -> dict[str, Any] | None:
-        """The record of one cell, or ``None``.
+    def get(self, setting: str, column: str, seed: int, *, method: str | None = None) -> dict[str, Any] | None:
+        """The record of one cell (``column``: the method, or its column key), or ``None``.
 
         Raises:
             InvalidInputError: The record under that key names another method or seed.
         """
-        rec = self._cells.get(cell_key(setting, method, seed))
+        rec = self._cells.get(cell_key(setting, column, seed))
         if rec is None:
             return None
-        if (rec.get("method"), rec.get("seed")) != (method, seed):
-            raise InvalidInputError(f"{self.path}: the record {cell_key(setting, method, seed)!r} holds the run "
+        want = method or column
+        if (rec.get("method"), rec.get("seed")) != (want, seed):
+            raise InvalidInputError(f"{self.path}: the record {cell_key(setting, column, seed)!r} holds the run "
                                     f"{(rec.get('method'), rec.get('seed'))}; fix or delete it")
         return rec
 
-    def record(self, setting: str, result: Mapping[str, Any], *, source: str) -> None:
+    def record(self, setting: str, result: Mapping[str, Any], *, source: str, column: str | None = None) -> None:
         """Add (or replace) one finished cell's record and write the file."""
-        rec = compact_record(setting, result, source=source)
-        self._cells[cell_key(setting, str(rec.get("method")), int(rec.get("seed", -1)))] = rec
+        rec = compact_record(setting, result, source=source, key=column)
+        self._cells[cell_key(setting, column or str(rec.get("method")), int(rec.get("seed", -1)))] = rec
         self._write()
 
     def add_command(self, command: str) -> None:

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from securefg.errors import InvalidInputError
-from securefg.reproduce.cefgc_cells import Cell, run_config
 from securefg.reproduce.cell_ledger import CellLedger, compact_record
+from securefg.reproduce.cells import Cell, RunOverrides, run_config
 from securefg.result_summary import load_result
 from securefg.run_config import RunConfig
 
@@ -54,17 +54,22 @@ def finished_result(cell: Cell, out_root: str | Path, ledger: CellLedger | None 
             (delete it, or choose another ``--out``); or the ledger's record is inconsistent.
     """
     path = cell.folder(out_root) / "result.json"
+    key, name = cell.method.key, cell.method.name
     if not path.is_file():
-        return None if ledger is None else ledger.get(cell.setting.name, cell.method.name, cell.seed)
+        return None if ledger is None else ledger.get(cell.setting.name, key, cell.seed, method=name)
     res = load_result(path)
     got = (res.get("method"), res["config"].get("dataset"), res.get("seed"))
-    want = (cell.method.name, cell.setting.dataset, cell.seed)
+    want = (name, cell.setting.dataset, cell.seed)
     if got != want:
         raise InvalidInputError(f"{path} holds the run {got}, not the cell {want}; delete it or choose another --out")
+    protocol = cell.method.protocol
+    if protocol is not None and res.get("protocol") != protocol:
+        raise InvalidInputError(f"{path} ran under the stack {res.get('protocol')!r}, not the cell's {protocol!r}; "
+                                "delete it or choose another --out")
     if ledger is not None:  # the folder is this machine's run of the cell: its record wins over an older one
-        rec = ledger.get(cell.setting.name, cell.method.name, cell.seed)
+        rec = ledger.get(cell.setting.name, key, cell.seed, method=name)
         if rec is None or rec.get("metrics") != compact_record(cell.setting.name, res, source="")["metrics"]:
-            ledger.record(cell.setting.name, res, source=f"run folder {cell.folder(out_root)}")
+            ledger.record(cell.setting.name, res, source=f"run folder {cell.folder(out_root)}", column=key)
     return res
 
 
@@ -78,6 +83,7 @@ def run_cells(
     run_fn: RunFn | None = None,
     show_progress: bool = True,
     ledger: CellLedger | None = None,
+    overrides: RunOverrides | None = None,
 ) -> list[CellOutcome]:
     """Run every unfinished cell, one after the other, and report each as it ends.
 
@@ -92,6 +98,7 @@ def run_cells(
             :func:`securefg.experiment.run_experiment`, imported only when a cell runs)
         show_progress (bool): A rich bar on a terminal, plain lines otherwise. (default: ``True``)
         ledger (CellLedger, optional): Where finished cells are recorded; its cells count as finished.
+        overrides (RunOverrides, optional): ``--quick``'s changes to every cell (fewer rounds).
 
     Returns:
         One :class:`CellOutcome` per cell, in order.
@@ -112,7 +119,8 @@ def run_cells(
                                   found)
                 continue
             progress.starting(i, cell)
-            cfg = run_config(cell, out_root=out_root, device=device, data_root=data_root, generator_cache=generator_cache)
+            cfg = run_config(cell, out_root=out_root, device=device, data_root=data_root, generator_cache=generator_cache,
+                             overrides=overrides)
             t0 = time.perf_counter()
             result: dict[str, Any] | None = None
             try:
@@ -124,7 +132,8 @@ def run_cells(
                 clean = {k: v for k, v in result.items() if not k.startswith("_")}
                 outcome = CellOutcome(cell, "ran", clean, time.perf_counter() - t0)
                 if ledger is not None:
-                    ledger.record(cell.setting.name, clean, source=f"securefg reproduce on {clean.get('device', device)}")
+                    ledger.record(cell.setting.name, clean, source=f"securefg reproduce on {clean.get('device', device)}",
+                                  column=cell.method.key)
                 progress.finished(i, cell, f"ran in {outcome.seconds:.0f} s", clean)
             outcomes.append(outcome)
             result = None  # the federation of a finished run holds every party's state
@@ -175,8 +184,10 @@ class CellProgress:
             self._line(f"[{i + 1}/{self.total}] {cell}: running")
 
     def finished(self, i: int, cell: Cell, what: str, result: dict[str, Any]) -> None:
-        auc = (result.get("metrics") or {}).get("test_auc")
-        score = f"test AUC {auc:.4f}" if isinstance(auc, float) else "no test AUC"
+        metrics = result.get("metrics") or {}
+        auc, acc = metrics.get("test_auc"), metrics.get("test_acc")
+        score = (f"test AUC {auc:.4f}" if isinstance(auc, float) else
+                 f"test accuracy {100 * acc:.2f}%" if isinstance(acc, float) else "no test score")
         self._line(f"[{i + 1}/{self.total}] {cell}: {score}, {what}")
         if self._bar is not None:
             self._bar.advance(self._task)

@@ -28,6 +28,7 @@ from securefg.errors import ConfigError
 from securefg.federation.party import Party, client_index
 from securefg.federation.program.context import ClientAction, ClientContext, ServerContext
 from securefg.federation.program.step import InfoValue
+from securefg.methods.backbone_option import BACKBONE_OPTIONS, check_backbone_options, node_backbone
 from securefg.methods.base import MethodConfig, Task, register_method
 from securefg.methods.fedavg import TAG_METRICS, TAG_MODEL, TAG_UPDATE, FedAvg, combine_client_scores
 from securefg.methods.fedsage.client import local_step, mend
@@ -56,6 +57,8 @@ class FedSage(FedAvg):
 
     Options:
         weighting (str): ``"uniform"`` (the paper's ``1/M``) or ``"size"``. (default: ``"uniform"``)
+        backbone (str): ``"sage"`` (the paper) or ``"gcn"`` (FED-PUB's table runs FedSage+ with
+            its GCN). (default: ``"sage"``)
         layers (int): GraphSage layers (the paper: 2). (default: ``2``)
         dropout (float): GraphSage dropout. (default: ``0.5``)
     """
@@ -66,7 +69,7 @@ class FedSage(FedAvg):
     TAGS: ClassVar[Mapping[str, ExchangeKind]] = {
         TAG_MODEL: ExchangeKind.BROADCAST, TAG_UPDATE: ExchangeKind.AGGREGATE, TAG_METRICS: ExchangeKind.AGGREGATE,
     }
-    option_defaults: ClassVar[Mapping[str, Any]] = {"weighting": "uniform", "layers": 2, "dropout": 0.5}
+    option_defaults: ClassVar[Mapping[str, Any]] = {**BACKBONE_OPTIONS, "backbone": "sage", "weighting": "uniform"}
 
     @staticmethod
     def train_defaults(task: Task) -> TrainConfig:
@@ -75,25 +78,15 @@ class FedSage(FedAvg):
 
     def __init__(self, task: Task, config: MethodConfig) -> None:
         super().__init__(task, config)
-        o = self.options
-        try:
-            o["layers"], o["dropout"] = int(o["layers"]), float(o["dropout"])
-        except (TypeError, ValueError):
-            raise ConfigError(f"{self.name} options layers/dropout must be numbers, got {o['layers']!r}, {o['dropout']!r}") from None
-        if o["layers"] < 1 or not 0.0 <= o["dropout"] < 1.0:
-            raise ConfigError(f"{self.name} needs layers >= 1 and 0 <= dropout < 1, got {o['layers']}, {o['dropout']}")
+        check_backbone_options(self.name, self.options, node_task=True)
         self._broadcast: dict[str, torch.Tensor] | None = None
         self._eval_model: nn.Module | None = None
 
     def make_model(self) -> nn.Module:
-        """GraphSage (mean aggregation), seeded identically for every party."""
-        from torch_geometric.nn.models import GraphSAGE
-
+        """GraphSage (mean aggregation; or the GCN), seeded identically for every party."""
         assert isinstance(self.task, NodeTask)
-        torch.manual_seed(self.config.seed)
-        model = GraphSAGE(self.task.num_features, self.config.hidden or 64, self.options["layers"],
-                          self.task.num_classes, dropout=self.options["dropout"])
-        return model.to(self.config.device)
+        return node_backbone(self.options, in_channels=self.task.num_features, classes=self.task.num_classes,
+                             hidden=self.config.hidden, seed=self.config.seed).to(self.config.device)
 
     # ------------------------------------------------------------- one round
     def server_round(self, srv: ServerContext, r: int) -> dict[str, float]:

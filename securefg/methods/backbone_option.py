@@ -1,0 +1,60 @@
+"""The ``backbone`` option of the node baselines: the GCN of FED-PUB's tables or FedSage's GraphSage.
+
+Why: each paper runs its baselines on its own backbone. The FedSage table's LocSage and GlobSage
+are ``local`` and ``centralized`` with GraphSage; FED-PUB's table runs FedSage+ with a GCN. One
+option on every baseline keeps those rows the same code as the methods' own runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+from torch import nn
+
+from securefg.errors import ConfigError
+
+BACKBONES = ("gcn", "sage")
+#: Options a method gains with the backbone choice (``layers`` and ``dropout`` shape GraphSage
+#: only: the GCN is the fixed 2-layer model of :class:`securefg.models.gcn.GCN`).
+BACKBONE_OPTIONS: Mapping[str, Any] = {"backbone": "gcn", "layers": 2, "dropout": 0.5}
+
+
+def check_backbone_options(method: str, options: dict[str, Any], *, node_task: bool) -> None:
+    """Normalise ``layers``/``dropout`` in place and refuse values that build no model.
+
+    Raises:
+        ConfigError: An unknown backbone, ``layers < 1``, dropout outside ``[0, 1)``, or GraphSage
+            asked for a graph-classification task (whose backbone is GIN).
+    """
+    if options["backbone"] not in BACKBONES:
+        raise ConfigError(f"{method}: backbone must be one of {list(BACKBONES)}, got {options['backbone']!r}")
+    try:
+        options["layers"], options["dropout"] = int(options["layers"]), float(options["dropout"])
+    except (TypeError, ValueError):
+        raise ConfigError(f"{method}: layers/dropout must be numbers, got {options['layers']!r}, "
+                          f"{options['dropout']!r}") from None
+    if options["layers"] < 1 or not 0.0 <= options["dropout"] < 1.0:
+        raise ConfigError(f"{method}: needs layers >= 1 and 0 <= dropout < 1, got {options['layers']}, "
+                          f"{options['dropout']}")
+    if not node_task and options["backbone"] != "gcn":
+        raise ConfigError(f"{method}: backbone={options['backbone']!r} is for node tasks; graph tasks use GIN")
+
+
+def node_backbone(options: Mapping[str, Any], *, in_channels: int, classes: int, hidden: int, seed: int) -> nn.Module:
+    """The chosen node model, seeded so every party builds the same initial weights.
+
+    ``hidden=0`` takes each backbone's default width (GCN 128, as FED-PUB; GraphSage 64, as FedSage).
+    """
+    torch.manual_seed(seed)
+    if options["backbone"] == "gcn":
+        from securefg.models.gcn import GCN
+
+        return GCN(in_channels, classes, hidden_channels=hidden or 128)
+    from torch_geometric.nn.models import GraphSAGE
+
+    return GraphSAGE(in_channels, hidden or 64, int(options["layers"]), classes, dropout=float(options["dropout"]))
+
+
+__all__ = ["BACKBONES", "BACKBONE_OPTIONS", "check_backbone_options", "node_backbone"]
