@@ -30,13 +30,14 @@ def main(argv: list[str] | None = None) -> int:
         reproduce_cmd,
         run_cmd,
         summarize_cmd,
+        tune_cmd,
     )
 
     parser = argparse.ArgumentParser(prog="securefg", description="Secure aggregation for federated graph learning.")
     parser.add_argument("--debug", action="store_true", help="print the traceback of an error (before the subcommand)")
     sub = parser.add_subparsers(dest="command", required=True)
     for mod in (run_cmd, datasets_cmd, partition_cmd, audit_cmd, audit_matrix_cmd, summarize_cmd, reproduce_cmd,
-                deploy_cmd):
+                deploy_cmd, tune_cmd):
         mod.register(sub)
     args = parser.parse_args(audit_matrix_cmd.rewrite(sys.argv[1:] if argv is None else list(argv)))
     try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -91,8 +92,11 @@ def build_method(cfg: RunConfig) -> tuple[RunConfig, Method, ProtocolStack, dict
     return cfg, mcls(task, mconf), stack, data_info
 
 
-def run_experiment(cfg: RunConfig) -> dict[str, Any]:
-    """Run one configuration end to end; write ``<out>/result.json`` when ``out`` is set."""
+def run_experiment(cfg: RunConfig, *, on_round: Callable[[int, dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Run one configuration end to end; write ``<out>/result.json`` when ``out`` is set.
+
+    ``on_round(r, row)`` observes each round's history row (:class:`RoundRunner`).
+    """
     t_start = time.perf_counter()
     seed_everything(cfg.seed)
     cfg, method, stack, data_info = build_method(cfg)
@@ -103,7 +107,7 @@ def run_experiment(cfg: RunConfig) -> dict[str, Any]:
     fingerprint = config_fingerprint({k: v for k, v in asdict(cfg).items() if k not in ("resume", "progress", "out", "device")})
     runner = RoundRunner(method, fed, rounds=cfg.rounds, out_dir=out_dir, checkpoint_every=cfg.checkpoint_every,
                          resume=cfg.resume, fingerprint=fingerprint, progress=cfg.progress,
-                         patience=method.config.patience)
+                         patience=method.config.patience, on_round=on_round)
     outcome = runner.run()
     result = build_result(cfg, stack, fed, outcome.summary, outcome.history, data_info,
                           wall=time.perf_counter() - t_start, train_seconds=outcome.train_seconds,

@@ -20,6 +20,7 @@ import hashlib
 import json
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,10 @@ class RoundRunner:
         progress (bool): Show a progress bar on stderr. (default: :obj:`True`)
         patience (int): Stop after this many rounds without a better server-side validation
             score; 0 runs every round. (default: ``0``)
+        on_round (Callable[[int, dict], None], optional): Called with the round and its history
+            row after each round is measured (``securefg tune`` reports validation scores to its
+            pruner from here); it only observes, so a run with and without it is the same. An
+            exception it raises stops the run. (default: :obj:`None`)
 
     Raises:
         ConfigError: ``patience`` is negative, or positive for a method that names no
@@ -89,6 +94,7 @@ class RoundRunner:
         fingerprint: str = "",
         progress: bool = True,
         patience: int = 0,
+        on_round: Callable[[int, dict[str, Any]], None] | None = None,
     ) -> None:
         if isinstance(patience, bool) or not isinstance(patience, int) or patience < 0:
             raise ConfigError(f"patience must be an integer >= 0 (0 = run every round), got {patience!r}")
@@ -100,6 +106,7 @@ class RoundRunner:
         self.method, self.fed, self.rounds = method, fed, rounds
         self.out_dir, self.checkpoint_every, self.resume = out_dir, checkpoint_every, resume
         self.fingerprint, self.progress, self.patience = fingerprint, progress, patience
+        self.observer = on_round
 
     def run(self) -> RunOutcome:
         """Every round of the method's party programs on the in-process backend."""
@@ -116,6 +123,8 @@ class RoundRunner:
             def on_round(r: int, view: list[dict[str, Any]]) -> None:
                 history.append(session.row(r))
                 bar(r, history[-1])
+                if self.observer is not None:
+                    self.observer(r, history[-1])
                 last = server._ran_out(view) or r == self.rounds - 1
                 if self.out_dir is not None and self.checkpoint_every and (last or (r + 1) % self.checkpoint_every == 0):
                     self._save(r + 1, history, view)

@@ -32,13 +32,17 @@ def presets_dir() -> Path:
     return Path(env) if env else _SHIPPED
 
 
-def preset_file(method: str) -> Path | None:
-    """The file ``method`` reads: ``<method>.toml``, else its alias's; ``None`` if neither exists."""
+def preset_files(method: str) -> list[Path]:
+    """The files ``method`` reads, first match wins: ``<method>.toml``, then its alias's."""
     key = method.lower().replace("-", "_")
-    for name in (key, ALIASES.get(key)):
-        if name and (presets_dir() / f"{name}.toml").is_file():
-            return presets_dir() / f"{name}.toml"
-    return None
+    names = [n for n in (key, ALIASES.get(key)) if n]
+    return [presets_dir() / f"{n}.toml" for n in names if (presets_dir() / f"{n}.toml").is_file()]
+
+
+def preset_file(method: str) -> Path | None:
+    """The first file ``method`` reads (:func:`preset_files`); ``None`` if it has none."""
+    files = preset_files(method)
+    return files[0] if files else None
 
 
 def load_presets(path: Path, *, method: str) -> dict[tuple[str, str], Preset]:
@@ -84,11 +88,13 @@ def preset_for(method: str, dataset: str, partition: str | None) -> Preset | Non
     """
     from securefg.run_config import resolved_partition
 
-    path = preset_file(method)
-    if path is None:
-        return None
     part = resolved_partition(dataset, partition)
-    return load_presets(path, method=method).get((canonical_dataset(dataset).lower(), part))
+    key = (canonical_dataset(dataset).lower(), part)
+    for path in preset_files(method):
+        preset = load_presets(path, method=method).get(key)
+        if preset is not None:
+            return preset
+    return None
 
 
 def canonical_dataset(name: str) -> str:
@@ -150,4 +156,5 @@ def _shown(path: Path | None) -> str | None:
         return str(path)
 
 
-__all__ = ["ALIASES", "apply_preset", "canonical_dataset", "load_presets", "preset_file", "preset_for", "presets_dir"]
+__all__ = ["ALIASES", "apply_preset", "canonical_dataset", "load_presets", "preset_file", "preset_files", "preset_for",
+           "presets_dir"]
