@@ -41,8 +41,8 @@ def replace_table(text: str, dataset: str, partition: str, new: str) -> str:
         if s.startswith("[") and not s.startswith(f"[{dataset}.{partition}."):
             break
         end += 1
-    while end > start + 1 and not lines[end - 1].strip():  # keep the blank line before the next table
-        end -= 1
+    while end > start + 1 and (not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#")):
+        end -= 1  # blank lines and comments just above the next table belong to it
     return "".join(lines[:start]) + new + "".join(lines[end:])
 
 
