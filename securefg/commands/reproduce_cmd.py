@@ -1,4 +1,8 @@
-"""``securefg reproduce cefgc``: the CeFGC paper's comparison, resumable, table and plots at the end.
+"""``securefg reproduce cefgc|fedpub|fedsheafhn|fedstruct|fedsage``: a paper's table, resumable, page and plots at the end.
+
+The node papers' tables (:mod:`securefg.reproduce.node_tables`) share the cell runner, ledger
+and page machinery of CeFGC's; each runs every targets.md cell under the plaintext stack and the
+method's protected default, with the paper's seed count.
 
 Two kinds of finished cell: a run folder under ``--out`` (run on this machine) and a record in the
 ledger (``docs/results/cefgc_cells.json``, committed: run on some machine, earlier). A recorded
@@ -55,12 +59,53 @@ def register(sub: Any) -> None:
     c.add_argument("--report-only", action="store_true",
                    help="run nothing: record finished run folders in the ledger and rewrite the page and plots")
     c.set_defaults(func=run)
+    from securefg.reproduce.node_tables import TABLES
+
+    for key, table in TABLES.items():
+        t = targets.add_parser(
+            key, help=f"{table.title.split(':')[0]}'s table in targets.md: every row, plaintext and protected, "
+                      f"{len(table.seeds)} seeds",
+            description=f"Run every cell of {table.title.split(':')[0]}'s table in targets.md (setting x row x stack x "
+                        "seed), then write the results page and plots. A cell finished under --out, or recorded in "
+                        "the ledger, is not rerun.")
+        q = table.quick
+        t.add_argument("--quick", action="store_true",
+                       help=f"{len(q.settings)} setting(s) ({', '.join(q.settings)}), rows {', '.join(q.rows)}, seed(s) "
+                            f"{' '.join(map(str, q.seeds))}, at most {q.overrides.rounds} rounds: shows the machinery "
+                            f"in minutes (the figures are not comparable to the paper's); reads no ledger and writes "
+                            f"under runs/reproduce_{key}_quick")
+        t.add_argument("--seeds", type=int, nargs="+", default=None,
+                       help=f"seeds (default: {' '.join(map(str, table.seeds))}, the paper's run count)")
+        t.add_argument("--settings", nargs="+", default=None,
+                       help=f"settings, quoted: {', '.join(repr(s.name) for s in table.settings)} (default: all)")
+        t.add_argument("--rows", nargs="+", default=None,
+                       help=f"rows (a label or a method name): {', '.join(repr(r.label) for r in table.rows)} "
+                            "(default: all)")
+        t.add_argument("--stacks", nargs="+", default=None, choices=("plaintext", "protected"),
+                       help="plaintext and/or protected (the method's default stack) (default: both)")
+        t.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N (default: auto)")
+        t.add_argument("--out", default=None, help=f"output root, one folder per cell (default: runs/reproduce_{key})")
+        t.add_argument("--data-root", default=None, help="dataset root (default: $SECUREFG_DATA, else the user cache)")
+        t.add_argument("--page", default=None, help=f"results page; PNGs go beside it (default: docs/results/{key}.md)")
+        t.add_argument("--ledger", default=None,
+                       help=f"committed record of finished cells (default: docs/results/{key}_cells.json; --quick: "
+                            "none; 'none' = off)")
+        t.add_argument("--targets", default=None,
+                       help="targets file with the paper's cells (default: ../shared/reference/targets.md)")
+        t.add_argument("--dry-run", action="store_true", help="list the cells (and which are finished) and stop")
+        t.add_argument("--no-report", action="store_true", help="run the cells but do not write the page and plots")
+        t.add_argument("--report-only", action="store_true",
+                       help="run nothing: record finished run folders in the ledger and rewrite the page and plots")
+        t.set_defaults(func=run_table, table=key)
 
 
 def resolve_paths(args: argparse.Namespace) -> tuple[str, str, Path | None]:
     """``(output root, page, ledger or None)`` with ``--quick``'s own defaults."""
-    out = args.out or (QUICK_OUT if args.quick else DEFAULT_OUT)
-    page = args.page or (str(Path(out) / QUICK_PAGE_NAME) if args.quick else DEFAULT_PAGE)
+    key = getattr(args, "table", None)
+    default_out, default_page = (f"runs/reproduce_{key}", f"docs/results/{key}.md") if key else (DEFAULT_OUT, DEFAULT_PAGE)
+    quick_out, quick_name = (f"{default_out}_quick", f"{key}_quick.md") if key else (QUICK_OUT, QUICK_PAGE_NAME)
+    out = args.out or (quick_out if args.quick else default_out)
+    page = args.page or (str(Path(out) / quick_name) if args.quick else default_page)
     if args.ledger is not None:
         ledger = None if str(args.ledger).lower() == "none" else Path(args.ledger)
     else:
@@ -70,16 +115,18 @@ def resolve_paths(args: argparse.Namespace) -> tuple[str, str, Path | None]:
 
 def command_line(args: argparse.Namespace) -> str:
     """The command that reproduces this invocation (defaults left out)."""
-    parts = ["securefg", "reproduce", "cefgc"]
+    parts = ["securefg", "reproduce", getattr(args, "table", None) or "cefgc"]
     if args.quick:
         parts.append("--quick")
     if getattr(args, "report_only", False):
         parts.append("--report-only")
-    for flag, values in (("--seeds", args.seeds), ("--datasets", args.datasets), ("--methods", args.methods)):
+    for flag in ("--seeds", "--datasets", "--methods", "--settings", "--rows", "--stacks"):
+        values = getattr(args, flag[2:], None)
         if values is not None:
             parts += [flag, *map(str, values)]
     for flag, value, default in (("--device", args.device, "auto"), ("--out", args.out, None),
-                                 ("--generator-cache", args.generator_cache, None), ("--page", args.page, None),
+                                 ("--generator-cache", getattr(args, "generator_cache", None), None),
+                                 ("--page", args.page, None),
                                  ("--ledger", args.ledger, None),
                                  ("--targets", args.targets, None)):
         if value != default:
@@ -132,4 +179,52 @@ def run(args: argparse.Namespace) -> int:
         plots = write_report(out_root=out, page=page, command=command_line(args), paper=paper, paper_source=source,
                              ledger=ledger)
         print(f"wrote {page} and {len(plots)} plot(s)")
+    return 1 if counts["failed"] else 0
+
+
+def run_table(args: argparse.Namespace) -> int:
+    """``securefg reproduce fedpub|fedsheafhn|fedstruct|fedsage``."""
+    from securefg.reproduce.cell_ledger import CellLedger
+    from securefg.reproduce.cell_runner import finished_result, run_cells
+    from securefg.reproduce.node_tables import TABLES, plan
+    from securefg.reproduce.table_page import COMMAND_LOG, write_page
+
+    table = TABLES[args.table]
+    paper, source = table.paper(args.targets)  # read first: a bad targets file fails before hours of runs
+    cells = plan(table, paper, settings=args.settings, rows=args.rows, stacks=args.stacks, seeds=args.seeds,
+                 quick=args.quick)
+    out, page, ledger_path = resolve_paths(args)
+    ledger = None if ledger_path is None else CellLedger(ledger_path)
+    overrides = table.quick.overrides if args.quick else None
+    note = (f"**Quick run**: at most {overrides.rounds} rounds and one seed, to show the machinery; these figures are not comparable "
+            "to the paper's." if overrides is not None else "")
+    if args.dry_run:
+        for cell in cells:
+            here = (cell.folder(out) / "result.json").is_file()
+            done = finished_result(cell, out, ledger)
+            state = (f"finished ({cell.folder(out)})" if here else
+                     f"recorded in {ledger_path}, not rerun" if done else f"to run ({cell.folder(out)})")
+            print(f"{cell}: {state}")
+        return 0
+    if not args.report_only:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        with (Path(out) / COMMAND_LOG).open("a", encoding="utf-8") as log:
+            log.write(command_line(args) + "\n")
+        if ledger is not None:
+            ledger.add_command(command_line(args))
+        outcomes = run_cells(cells, out_root=out, device=args.device, data_root=args.data_root, ledger=ledger,
+                             overrides=overrides)
+        counts = {k: sum(o.status == k for o in outcomes) for k in ("ran", "done", "recorded", "failed")}
+        print(f"{len(cells)} cells: {counts['ran']} ran here, {counts['done']} were finished already under {out}, "
+              f"{counts['recorded']} recorded in {ledger_path} (not rerun), {counts['failed']} failed")
+        for o in outcomes:
+            if o.status == "failed":
+                print(f"  failed: {o.cell}: {o.error}")
+        if args.no_report:
+            return 1 if counts["failed"] else 0
+    else:
+        counts = {"failed": 0}
+    plots = write_page(table, out_root=out, page=page, command=command_line(args), paper=paper, paper_source=source,
+                       ledger=ledger, note=note, cells=cells if args.quick else None)
+    print(f"wrote {page} and {len(plots)} plot(s)" + ("; ran nothing" if args.report_only else ""))
     return 1 if counts["failed"] else 0

@@ -121,10 +121,11 @@ class Cell:
 
 @dataclass(frozen=True)
 class RunOverrides:
-    """What ``--quick`` changes in every cell (fewer rounds); empty for the paper's settings."""
+    """What ``--quick`` changes in every cell: a round cap, and extra options per method
+    (``{"fedsage_plus": {"gen_local_steps": 5}}``); empty for the paper's settings."""
 
     rounds: int | None = None
-    options: Mapping[str, Any] = field(default_factory=dict)
+    options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 def run_config(
@@ -143,7 +144,7 @@ def run_config(
     rounds = cell.method.rounds_in(cell.setting)
     if overrides is not None:
         rounds = min(rounds, overrides.rounds) if overrides.rounds else rounds
-        options.update(overrides.options)
+        options.update(overrides.options.get(cell.method.name, {}))
     return RunConfig(
         method=cell.method.name, dataset=cell.setting.dataset, partition=cell.setting.partition,
         clients=cell.setting.clients, rounds=rounds, protocol=cell.method.protocol, seed=cell.seed,
