@@ -1,0 +1,175 @@
+"""``securefg reproduce fedpub|fedsheafhn|fedstruct|fedsage``: the plan follows targets.md, cells resume
+per stack, and the page puts each measured cell beside the paper's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from securefg.cli import main
+from securefg.errors import ConfigError, InvalidInputError
+from securefg.reproduce import cell_runner
+from securefg.reproduce.cell_ledger import CellLedger
+from securefg.reproduce.cell_runner import run_cells
+from securefg.reproduce.cells import PLAINTEXT, PROTECTED
+from securefg.reproduce.node_tables import FEDPUB, FEDSAGE, FEDSTRUCT, TABLES, plan
+from securefg.reproduce.table_page import write_page
+from securefg.reproduce.targets_tables import DEFAULT_TARGETS, section_tables, table_cells
+from securefg.run_config import RunConfig
+
+
+class FakeNodeRuns:
+    """Stands in for ``run_experiment`` on node tables: accuracy = 0.80 (plaintext) or 0.79 + seed/1000."""
+
+    def __init__(self) -> None:
+        self.calls: list[RunConfig] = []
+
+    def __call__(self, cfg: RunConfig) -> dict[str, Any]:
+        self.calls.append(cfg)
+        protocol = cfg.protocol or "default_stack"
+        acc = 0.80 if protocol == "plaintext" else 0.79 + cfg.seed / 1000
+        res = {"method": cfg.method, "seed": cfg.seed, "config": {"dataset": cfg.dataset}, "device": "cpu",
+               "protocol": protocol, "bytes_total": 2e6, "wall_seconds": 4.0, "metrics": {"test_acc": acc}}
+        Path(cfg.out).mkdir(parents=True, exist_ok=True)
+        (Path(cfg.out) / "result.json").write_text(json.dumps(res))
+        return res
+
+
+@pytest.mark.parametrize("key", sorted(TABLES))
+def test_the_transcription_matches_targets_md(key: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    table = TABLES[key]
+    if not DEFAULT_TARGETS.is_file():
+        pytest.skip("shared/reference/targets.md is not beside the repository")
+    parsed, source = table.paper()
+    assert source.startswith("parsed from") and parsed
+    monkeypatch.chdir(tmp_path)  # no ../shared here: the transcription is used
+    transcribed, fallback = table.paper()
+    assert fallback.startswith("transcribed") and transcribed == parsed
+
+
+def test_plans_follow_the_papers_cells_stacks_and_seed_counts() -> None:
+    paper, _ = FEDSAGE.paper()
+    cells = plan(FEDSAGE, paper)
+    # LocSage 6 settings x 1 stack, FedSage and FedSage+ 6 x 2, GlobSage only where the paper gives it (2 x 1)
+    assert len(cells) == (6 + 12 + 12 + 2) * 3
+    glob = {c.setting.name for c in cells if c.method.label == "GlobSage"}
+    assert glob == {"Cora M=3", "Coauthor-CS M=3"}
+    assert {c.method.stack for c in cells if c.method.name == "local"} == {PLAINTEXT}
+    assert {c.method.stack for c in cells if c.method.name == "fedsage_plus"} == {PLAINTEXT, PROTECTED}
+    pub, _ = FEDPUB.paper()
+    overlap = [c for c in plan(FEDPUB, pub) if c.setting.partition == "metis_overlap"]
+    assert {c.method.name for c in overlap} == {"local", "fedavg", "fedpub"}  # no FedSage+ row in that table
+    assert {c.seed for c in overlap} == {42, 43, 44} and {c.setting.data_seed for c in overlap} == {1234}
+    struct, _ = FEDSTRUCT.paper()
+    hop = [c for c in plan(FEDSTRUCT, struct, rows=["FedStruct (Hop2Vec)"], settings=["cora 10"])]
+    assert len(hop) == 2 * 10 and all(dict(c.method.options)["nsf"] == "hop2vec" for c in hop)
+
+
+def test_plan_filters_refuse_unknown_names() -> None:
+    paper, _ = FEDSTRUCT.paper()
+    with pytest.raises(ConfigError, match="unknown setting"):
+        plan(FEDSTRUCT, paper, settings=["Cora 7"])
+    with pytest.raises(ConfigError, match="unknown row"):
+        plan(FEDSTRUCT, paper, rows=["GCN"])
+    with pytest.raises(ConfigError, match="unknown stack"):
+        plan(FEDSTRUCT, paper, stacks=["encrypted"])
+    with pytest.raises(ConfigError, match="seeds"):
+        plan(FEDSTRUCT, paper, seeds=[-1])
+
+
+def test_a_targets_row_the_table_does_not_run_is_an_error(tmp_path: Path) -> None:
+    targets = tmp_path / "targets.md"
+    targets.write_text("## FedStruct (x)\n\n| method | Cora 5 |\n|---|---|\n| GAT | 70.0 |\n")
+    with pytest.raises(ConfigError, match="'GAT'"):
+        FEDSTRUCT.paper(targets)
+    targets.write_text("## FedStruct (x)\n\n| method | Cora 5 |\n|---|---|\n| Local GNN | n/a |\n")
+    with pytest.raises(InvalidInputError, match="not a number"):
+        FEDSTRUCT.paper(targets)
+    with pytest.raises(InvalidInputError, match="cannot read"):
+        FEDSTRUCT.paper(tmp_path / "missing.md")
+
+
+def test_tables_of_one_section_with_the_same_header_stay_apart() -> None:
+    text = ("## FED-PUB\n\n| m | Cora 10 |\n|---|---|\n| FED-PUB | 81.0 |\n\nprose\n\n"
+            "| m | Cora 10 |\n|---|---|\n| FED-PUB | 79.0 |\n\n## Next\n| m | x |\n|---|---|\n| a | 1 |\n")
+    assert table_cells(section_tables(text, "## FED-PUB")) == {(0, 1, "FED-PUB"): 81.0, (1, 1, "FED-PUB"): 79.0}
+
+
+def test_cells_resume_per_stack_and_the_page_compares_with_the_paper(tmp_path: Path) -> None:
+    paper, source = FEDSTRUCT.paper()
+    cells = plan(FEDSTRUCT, paper, settings=["Cora 10"], rows=["FedStruct (Hop2Vec)", "Local GNN"], seeds=[0, 1])
+    ledger = CellLedger(tmp_path / "cells.json")
+    fake = FakeNodeRuns()
+    run_cells(cells, out_root=tmp_path / "runs", run_fn=fake, ledger=ledger, show_progress=False)
+    assert len(fake.calls) == 6  # Local: plaintext only; Hop2Vec: plaintext and protected; two seeds
+    assert {c.protocol for c in fake.calls} == {"plaintext", None}
+    again = FakeNodeRuns()
+    outcomes = run_cells(cells, out_root=tmp_path / "runs", run_fn=again, ledger=ledger, show_progress=False)
+    assert again.calls == [] and {o.status for o in outcomes} == {"done"}
+    keys = set(json.loads((tmp_path / "cells.json").read_text())["cells"])
+    assert "Cora 10/fedstruct.hop2vec@plaintext/seed1" in keys and "Cora 10/fedstruct.hop2vec@protected/seed1" in keys
+    page = tmp_path / "docs" / "fedstruct.md"
+    plots = write_page(FEDSTRUCT, out_root=tmp_path / "runs", page=page, command="securefg reproduce fedstruct",
+                       paper=paper, paper_source=source, ledger=ledger)
+    text = page.read_text()
+    # Hop2Vec: paper 80.28, plaintext 80.00 (-0.28), protected 79.05 (-1.23); 2 of 10 seeds -> incomplete
+    assert "| Cora 10 | FedStruct (Hop2Vec) | 80.28 | 80.00 ± 0.00 (2/10) | -0.28 | 79.05 ± 0.07 (2/10) | -1.23 | incomplete |" in text
+    assert "| Cora 10 | Local GNN | 39.23 | 80.00 ± 0.00 (2/10) | +40.77 | (no messages) |  | incomplete |" in text
+    assert "| Cora 10 | Local GNN | plaintext | 80.00 | 39.23 | +40.77 | 2/10 |" in text  # off by more than 1.5
+    assert "NOT the full table" in text and [p.name for p in plots] == ["fedstruct_Cora_10.png"]
+
+
+def test_a_folder_holding_another_stack_is_refused(tmp_path: Path) -> None:
+    paper, _ = FEDSTRUCT.paper()
+    cell = next(c for c in plan(FEDSTRUCT, paper, rows=["FedStruct (Hop2Vec)"], stacks=["plaintext"], seeds=[0]))
+    folder = cell.folder(tmp_path)
+    folder.mkdir(parents=True)
+    (folder / "result.json").write_text(json.dumps({"method": "fedstruct", "seed": 0, "protocol": "fedstruct_secure",
+                                                    "config": {"dataset": "Cora"}, "metrics": {"test_acc": 0.8}}))
+    with pytest.raises(InvalidInputError, match="stack 'fedstruct_secure'"):
+        cell_runner.finished_result(cell, tmp_path)
+
+
+def test_cli_quick_runs_its_subset_and_writes_its_own_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    targets = Path(DEFAULT_TARGETS).resolve()
+    monkeypatch.chdir(tmp_path)
+    fake = FakeNodeRuns()
+    real = cell_runner.run_cells
+    monkeypatch.setattr(cell_runner, "run_cells",
+                        lambda *a, **k: real(*a, **{**k, "run_fn": fake, "show_progress": False}))
+    extra = ["--targets", str(targets)] if targets.is_file() else []
+    assert main(["reproduce", "fedsage", "--quick", *extra]) == 0
+    out = capsys.readouterr().out
+    assert "4 cells: 4 ran here" in out and all(c.rounds == 10 for c in fake.calls)
+    plus = [c for c in fake.calls if c.method == "fedsage_plus"]
+    assert plus and all(c.options["gen_local_steps"] == 20 for c in plus)
+    page = (tmp_path / "runs/reproduce_fedsage_quick/fedsage_quick.md").read_text()
+    assert "Quick run" in page and "LocSage" not in page.split("## The table")[1].split("##")[0]
+    assert not (tmp_path / "docs").exists()
+    assert main(["reproduce", "fedsage", "--quick", "--dry-run", *extra]) == 0
+    assert capsys.readouterr().out.count("finished (runs/reproduce_fedsage_quick/") == 4
+
+
+def test_backbone_option_builds_graphsage_for_the_sage_baselines() -> None:
+    from torch_geometric.nn.models import GraphSAGE
+
+    from securefg.experiment import build_method
+    from securefg.models.gcn import GCN
+
+    for name in ("local", "centralized"):
+        cfg = RunConfig(method=name, dataset="csbm", clients=3, rounds=1, protocol="plaintext", device="cpu",
+                        options={"backbone": "sage"}, progress=False)
+        assert isinstance(build_method(cfg)[1].make_model(), GraphSAGE)
+    cfg = RunConfig(method="fedsage", dataset="csbm", clients=3, rounds=1, device="cpu", options={"backbone": "gcn"},
+                    progress=False)
+    assert isinstance(build_method(cfg)[1].make_model(), GCN)
+    with pytest.raises(ConfigError, match="backbone must be one of"):
+        build_method(RunConfig(method="local", dataset="csbm", clients=3, rounds=1, device="cpu",
+                               options={"backbone": "gat"}, progress=False))
+    with pytest.raises(ConfigError, match="graph tasks use GIN"):
+        build_method(RunConfig(method="local", dataset="synthetic-graphs", clients=3, rounds=1, device="cpu",
+                               options={"backbone": "sage"}, progress=False))
