@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
 
     record = run_study(TuneSpec(base=base, space=space, seeds=list(args.seeds), trials=args.trials,
                                 timeout=args.timeout, sampler_seed=args.sampler_seed,
-                                command=command_line(args)))
+                                command=command_line(args), progress=True))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     print(render_study(record, out))

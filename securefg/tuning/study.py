@@ -11,6 +11,7 @@ validation scores, state and seconds, the choice) is plain JSON.
 from __future__ import annotations
 
 import datetime
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +39,8 @@ class TuneSpec:
         sampler_seed (int): TPE's seed. (default: ``0``)
         command (str): The command line, for the record. (default: ``""``)
         run (Callable, optional): The runner (tests pass a wrapped ``run_experiment``).
+        baseline (dict, optional): The first trial's values (default: :func:`baseline_values`).
+        progress (bool): One stderr line per finished trial. (default: :obj:`False`)
     """
 
     base: Any
@@ -49,6 +52,7 @@ class TuneSpec:
     command: str = ""
     run: Any = None
     baseline: dict[str, Any] = field(default_factory=dict)
+    progress: bool = False
 
 
 def baseline_values(base: Any, space: tuple[Param, ...]) -> dict[str, Any]:
@@ -104,6 +108,10 @@ def run_study(spec: TuneSpec) -> dict[str, Any]:
             raise
         finally:
             rec["seconds"] = round(time.perf_counter() - t0, 3)
+            if spec.progress:
+                print(f"trial {trial.number}: {rec['state'] if rec['state'] != 'RUNNING' else 'COMPLETE'} "
+                      f"{[round(v['best_val'], 4) for v in rec['val_scores']]} {rec['seconds']:.0f} s {params}",
+                      file=sys.stderr, flush=True)
         rec["state"] = "COMPLETE"
         rec["value"] = sum(s.best_val for s in done) / len(done)
         return float(rec["value"])
