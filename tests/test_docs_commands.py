@@ -41,8 +41,14 @@ TINY_OPTIONS: dict[str, list[str]] = {
     "fedsheafhn": ["warmup_epochs=1"],
     "fedsage_plus": ["gen_local_steps=2", "gen_fed_steps=1"],
 }
-#: ``reproduce cefgc --quick`` narrowed to its cheapest cell (the other seven are the same code path).
-TINY_REPRODUCE = ["--datasets", "MUTAG", "--methods", "centralized"]
+#: ``reproduce <paper> --quick`` narrowed to its cheapest cell (the others are the same code path).
+TINY_REPRODUCE: dict[str, list[str]] = {
+    "cefgc": ["--datasets", "MUTAG", "--methods", "centralized"],
+    "fedsage": ["--rows", "FedSage", "--stacks", "plaintext"],
+    "fedstruct": ["--rows", "Local GNN"],
+    "fedpub": ["--rows", "FedAvg", "--stacks", "plaintext"],
+    "fedsheafhn": ["--stacks", "plaintext"],
+}
 
 
 def bash_lines(page: Path) -> Iterator[str]:
@@ -64,7 +70,7 @@ def tiny(argv: list[str]) -> list[str]:
         extra = [x for opt in TINY_OPTIONS.get(family, []) for x in ("--option", opt)]
         return [*argv, *TINY_RUN, *extra, "--no-progress"] if command == "run" else [*argv, *TINY_RUN, *extra]
     if command == "reproduce" and "--quick" in argv and "--dry-run" not in argv:
-        return [*argv, *TINY_REPRODUCE]
+        return [*argv, *TINY_REPRODUCE[argv[1]]]
     return argv
 
 
