@@ -43,6 +43,9 @@ def compact_record(setting: str, result: Mapping[str, Any], *, source: str, key:
         rec["column"] = key
     rec["config"] = {"dataset": (result.get("config") or {}).get("dataset")}
     rec["metrics"] = {k: _finite(metrics[k]) for k in KEPT_METRICS if k in metrics}
+    preset = result.get("preset")
+    if isinstance(preset, Mapping):  # what the preset set: a later study that changes it makes the cell stale
+        rec["preset"] = {k: preset[k] for k in ("source", "applied") if k in preset}
     rec["setting"] = setting
     rec["source"] = source
     rec["recorded"] = _dt.date.today().isoformat()

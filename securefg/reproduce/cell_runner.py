@@ -15,7 +15,7 @@ import gc
 import sys
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,6 +73,24 @@ def finished_result(cell: Cell, out_root: str | Path, ledger: CellLedger | None 
     return res
 
 
+def preset_change(cell: Cell, result: Mapping[str, Any], overrides: RunOverrides | None = None) -> str | None:
+    """Why a finished cell no longer is what its run would be today, or ``None``.
+
+    A run records the values its preset set (``result.json``'s ``preset.applied``); when a study
+    has since rewritten that preset, the cell is stale and runs again. A result from before
+    presets existed (no block) cannot be checked and is kept.
+    """
+    block = result.get("preset")
+    if not isinstance(block, Mapping) or block.get("enabled") is False or "applied" not in block:
+        return None
+    from securefg.presets import apply_preset
+
+    _, now = apply_preset(run_config(cell, out_root=".", overrides=overrides))
+    if (now.get("applied") or {}) == (block.get("applied") or {}):
+        return None
+    return f"its preset changed ({now.get('source')}: {now.get('applied')}; the run used {block.get('applied')})"
+
+
 def run_cells(
     cells: Sequence[Cell],
     *,
@@ -111,6 +129,10 @@ def run_cells(
     with CellProgress(len(cells), enabled=show_progress) as progress:
         for i, cell in enumerate(cells):
             found = finished_result(cell, out_root, ledger)
+            stale = None if found is None else preset_change(cell, found, overrides)
+            if stale is not None:
+                progress.stale(i, cell, stale)
+                found = None
             if found is not None:
                 here = (cell.folder(out_root) / "result.json").is_file()
                 outcomes.append(CellOutcome(cell, "done" if here else "recorded", found))
@@ -192,6 +214,9 @@ class CellProgress:
         if self._bar is not None:
             self._bar.advance(self._task)
 
+    def stale(self, i: int, cell: Cell, why: str) -> None:
+        self._line(f"[{i + 1}/{self.total}] {cell}: finished earlier but {why}: running it again")
+
     def failed(self, i: int, cell: Cell, error: str, trace: str) -> None:
         self._line(f"[{i + 1}/{self.total}] {cell}: FAILED {error}")
         print(trace, file=sys.stderr, flush=True)
@@ -199,4 +224,4 @@ class CellProgress:
             self._bar.advance(self._task)
 
 
-__all__ = ["CellOutcome", "CellProgress", "finished_result", "run_cells"]
+__all__ = ["CellOutcome", "CellProgress", "finished_result", "preset_change", "run_cells"]

@@ -173,3 +173,41 @@ def test_backbone_option_builds_graphsage_for_the_sage_baselines() -> None:
     with pytest.raises(ConfigError, match="graph tasks use GIN"):
         build_method(RunConfig(method="local", dataset="synthetic-graphs", clients=3, rounds=1, device="cpu",
                                options={"backbone": "sage"}, progress=False))
+
+
+def test_a_cell_whose_preset_changed_since_it_ran_runs_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    from securefg.presets import apply_preset, presets_dir
+
+    presets = tmp_path / "presets"
+    shutil.copytree(presets_dir(), presets, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    monkeypatch.setenv("SECUREFG_PRESETS", str(presets))
+
+    class WithPreset(FakeNodeRuns):
+        def __call__(self, cfg: RunConfig) -> dict[str, Any]:
+            res = super().__call__(cfg)
+            res["preset"] = apply_preset(cfg)[1]  # what run_experiment records
+            (Path(cfg.out) / "result.json").write_text(json.dumps(res))
+            return res
+
+    paper, _ = FEDSTRUCT.paper()
+    cells = plan(FEDSTRUCT, paper, settings=["Cora 5"], rows=["FedStruct (Hop2Vec)", "Local GNN"], seeds=[0])
+    ledger = CellLedger(tmp_path / "cells.json")
+    first = WithPreset()
+    run_cells(cells, out_root=tmp_path / "runs", run_fn=first, ledger=ledger, show_progress=False)
+    assert len(first.calls) == 3
+    text = (presets / "fedstruct.toml").read_text()
+    table = text.index("[Cora.random]")
+    lr_line = text.index("\nlr = ", table)
+    end = text.index("\n", lr_line + 1)
+    (presets / "fedstruct.toml").write_text(text[:lr_line] + "\nlr = 0.0123" + text[end:])  # a new study's value
+    again = WithPreset()
+    outcomes = run_cells(cells, out_root=tmp_path / "runs", run_fn=again, ledger=ledger, show_progress=False)
+    assert [c.method for c in again.calls] == ["fedstruct", "fedstruct"] and all(apply_preset(c)[0].lr == 0.0123 for c in again.calls)
+    assert [o.status for o in outcomes] == ["done", "ran", "ran"]  # Local GNN has no preset: kept
+    shutil.rmtree(tmp_path / "runs")  # the ledger alone: its records carry the preset too
+    third = WithPreset()
+    run_cells(cells, out_root=tmp_path / "runs", run_fn=third, ledger=CellLedger(tmp_path / "cells.json"),
+              show_progress=False)
+    assert third.calls == []
