@@ -76,19 +76,50 @@ def finished_result(cell: Cell, out_root: str | Path, ledger: CellLedger | None 
 def preset_change(cell: Cell, result: Mapping[str, Any], overrides: RunOverrides | None = None) -> str | None:
     """Why a finished cell no longer is what its run would be today, or ``None``.
 
-    A run records the values its preset set (``result.json``'s ``preset.applied``); when a study
-    has since rewritten that preset, the cell is stale and runs again. A result from before
-    presets existed (no block) cannot be checked and is kept.
+    Each value today's preset would set is compared with the value the run used: its
+    ``config`` (recorded after the preset was applied), else the method's option default, else
+    what its preset block says it applied. A study that has since rewritten the preset makes
+    the cell stale, so it runs again; a value that is the same (a preset now stating a default)
+    does not. A result from before presets existed (no block) cannot be checked and is kept.
     """
     block = result.get("preset")
-    if not isinstance(block, Mapping) or block.get("enabled") is False or "applied" not in block:
+    if not isinstance(block, Mapping) or block.get("enabled") is False:
         return None
     from securefg.presets import apply_preset
 
     _, now = apply_preset(run_config(cell, out_root=".", overrides=overrides))
-    if (now.get("applied") or {}) == (block.get("applied") or {}):
+    used = _values_used(cell.method.name, result)
+    changed = {k: v for k, v in (now.get("applied") or {}).items() if not _same(used.get(k, _UNKNOWN), v)}
+    if not changed:
         return None
-    return f"its preset changed ({now.get('source')}: {now.get('applied')}; the run used {block.get('applied')})"
+    was = {k: used.get(k, "unknown") for k in changed}
+    return f"its preset changed ({now.get('source')}: {changed}; the run used {was})"
+
+
+_UNKNOWN = object()
+
+
+def _values_used(method: str, result: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"lr": .., "options.dropout": ..}`` as the run used them, as far as the result tells."""
+    block = result.get("preset") or {}
+    used: dict[str, Any] = dict(block.get("applied") or {})
+    config = result.get("config") or {}
+    for key in ("lr", "weight_decay", "local_epochs"):
+        if config.get(key) is not None:
+            used[key] = config[key]
+    if "options" in config:
+        from securefg.methods.base import method_class
+
+        defaults = method_class(method).option_defaults
+        used.update({f"options.{k}": v for k, v in defaults.items()})
+        used.update({f"options.{k}": v for k, v in (config.get("options") or {}).items()})
+    return used
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        return abs(float(a) - float(b)) <= 1e-12 * max(1.0, abs(float(b)))
+    return a == b
 
 
 def run_cells(

@@ -211,3 +211,13 @@ def test_a_cell_whose_preset_changed_since_it_ran_runs_again(tmp_path: Path, mon
     run_cells(cells, out_root=tmp_path / "runs", run_fn=third, ledger=CellLedger(tmp_path / "cells.json"),
               show_progress=False)
     assert third.calls == []
+
+
+def test_a_preset_that_now_states_the_values_a_run_used_does_not_make_it_stale() -> None:
+    paper, _ = FEDSAGE.paper()
+    cell = plan(FEDSAGE, paper, settings=["Cora M=3"], rows=["FedSage"], stacks=["plaintext"], seeds=[0])[0]
+    # a run made without the preset table (it set nothing): its values were the method's defaults
+    res = {"preset": {"enabled": True, "table": None, "applied": {}}, "config": {"options": {}, "lr": None}}
+    assert cell_runner.preset_change(cell, res) is None
+    res["config"]["options"] = {"dropout": 0.3}  # the table now says 0.5
+    assert "options.dropout" in (cell_runner.preset_change(cell, res) or "")
