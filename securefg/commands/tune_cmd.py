@@ -97,7 +97,7 @@ def write_preset(record: dict[str, Any], *, study_path: Path, method: str, datas
             options[key[len(OPTION_PREFIX):]] = value
         else:
             values[key] = value
-    kept = sorted(set(values) | {f"options.{k}" for k in options} - set(record["chosen"]))
+    kept = sorted((set(values) | {f"options.{k}" for k in options}) - set(record["chosen"]))
     reference = (f"securefg tune: {len(record['trials'])} trials, seeds {record['seeds']}, {record['rounds']} rounds, "
                  f"{record['clients']} clients, validation only")
     if kept and previous is not None:

@@ -33,6 +33,7 @@ def test_tune_records_the_study_and_writes_a_preset_that_run_applies(
     assert all("test" not in k for t in study["trials"] for s in t["val_scores"] for k in s)
     p = preset_for("fedstruct", "csbm", "random")
     assert p.study == "studies/fedstruct_csbm_random.json" and p.local_epochs == 1  # untuned key kept
+    assert p.reference.endswith("(paper: t): ['local_epochs']")
     assert (p.lr, p.options["dropout"]) == (study["chosen"]["lr"], study["chosen"]["options.dropout"])
     assert (presets / "fedstruct.toml").read_text().startswith("# kept comment\n")
 
