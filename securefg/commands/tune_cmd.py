@@ -43,6 +43,9 @@ def register(sub: Any) -> None:
     p.add_argument("--device", default="auto", help="auto, cpu, cuda (default: auto)")
     p.add_argument("--study-out", default=None, metavar="PATH",
                    help="the study JSON (default: securefg/presets/studies/<method>_<dataset>_<partition>.json)")
+    p.add_argument("--min-gain", type=float, default=0.005, metavar="G",
+                   help="the best trial replaces today's values (trial 0) only if its mean validation score is "
+                        "higher by more than G (default: 0.005, half a point: two seeds move by about that)")
     p.add_argument("--write-preset", action="store_true",
                    help="write the chosen values into securefg/presets/<method>.toml with source = \"study:...\"")
     p.set_defaults(func=run)
@@ -70,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
 
     record = run_study(TuneSpec(base=base, space=space, seeds=list(args.seeds), trials=args.trials,
                                 timeout=args.timeout, sampler_seed=args.sampler_seed,
-                                command=command_line(args), progress=True))
+                                command=command_line(args), progress=True, min_gain=args.min_gain))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     print(render_study(record, out))
@@ -100,8 +103,14 @@ def write_preset(record: dict[str, Any], *, study_path: Path, method: str, datas
     kept = sorted((set(values) | {f"options.{k}" for k in options}) - set(record["chosen"]))
     reference = (f"securefg tune: {len(record['trials'])} trials, seeds {record['seeds']}, {record['rounds']} rounds, "
                  f"{record['clients']} clients, validation only")
+    origin = ("the previous table" if previous is None else previous.source if previous.source.startswith("study:")
+              else f"the previous table ({previous.source}: {previous.reference})")
+    sel = record.get("selection") or {}
+    if sel.get("kept_first"):
+        reference += (f"; no trial beat the starting values (trial 0, from {origin}) by more than "
+                      f"{sel['min_gain']} validation, so they stay")
     if kept and previous is not None:
-        reference += f"; not searched, kept from the previous table ({previous.source}: {previous.reference}): {kept}"
+        reference += f"; not searched, kept from {origin}: {kept}"
     path = folder / f"{method}.toml"
     write_table(path, method=method, dataset=dataset, partition=partition,
                 source="study:" + Path(os.path.relpath(study_path.resolve(), folder.resolve())).as_posix(),
@@ -119,7 +128,11 @@ def render_study(record: dict[str, Any], out: Path) -> str:
         value = f"{t['value']:.4f}" if "value" in t else "-"
         params = ", ".join(f"{k}={_short(v)}" for k, v in t["params"].items())
         lines.append(f"  #{t['number']:<3} {t['state']:<8} mean {value}  [{vals}]  {t.get('seconds', 0):.0f} s  {params}")
-    lines.append(f"chosen (trial #{record['best_trial']}, mean validation {record['chosen_value']:.4f}; "
+    sel = record.get("selection") or {}
+    if sel.get("kept_first"):
+        lines.append(f"trial #{sel['best_trial']} led trial #0 by {sel['gain_over_first']:.4f}, not more than "
+                     f"--min-gain {sel['min_gain']}: today's values stay")
+    lines.append(f"chosen (trial #{record['chosen_trial']}, mean validation {record['chosen_value']:.4f}; "
                  f"first trial = today's values: {record['baseline_value']}): "
                  + ", ".join(f"{k}={_short(v)}" for k, v in record["chosen"].items()))
     lines.append(f"study: {out}")

@@ -41,6 +41,10 @@ class TuneSpec:
         run (Callable, optional): The runner (tests pass a wrapped ``run_experiment``).
         baseline (dict, optional): The first trial's values (default: :func:`baseline_values`).
         progress (bool): One stderr line per finished trial. (default: :obj:`False`)
+        min_gain (float): The best trial replaces the first (today's values) only when its mean
+            validation score is higher by more than this; two seeds of a 10-client Cora run move
+            by a few tenths of a point, so a smaller lead is noise and today's values stay.
+            (default: ``0.005``, half a point of accuracy)
     """
 
     base: Any
@@ -53,6 +57,7 @@ class TuneSpec:
     run: Any = None
     baseline: dict[str, Any] = field(default_factory=dict)
     progress: bool = False
+    min_gain: float = 0.005
 
 
 def baseline_values(base: Any, space: tuple[Param, ...]) -> dict[str, Any]:
@@ -121,7 +126,7 @@ def run_study(spec: TuneSpec) -> dict[str, Any]:
     complete = [r for r in records if r["state"] == "COMPLETE"]
     if not complete:
         raise ConfigError("no trial of the study completed; raise --trials or --timeout")
-    best = max(complete, key=lambda r: (r["value"], -r["number"]))  # ties: the earliest trial
+    best, selection = select(records, spec.min_gain)
     return {
         "method": spec.base.method, "dataset": spec.base.dataset, "partition": spec.base.partition,
         "clients": spec.base.clients, "rounds": rounds, "protocol": spec.base.protocol,
@@ -138,11 +143,35 @@ def run_study(spec: TuneSpec) -> dict[str, Any]:
         "optuna_version": optuna.__version__,
         "seconds_total": round(time.perf_counter() - t_start, 1),
         "trials": records,
-        "best_trial": best["number"],
+        "selection": selection,
+        "chosen_trial": best["number"],
         "chosen": dict(best["params"]),
         "chosen_value": best["value"],
         "baseline_value": next((r.get("value") for r in records if r["number"] == 0), None),
     }
 
 
-__all__ = ["OBJECTIVE", "TuneSpec", "baseline_values", "run_study"]
+def select(records: list[dict[str, Any]], min_gain: float) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The chosen trial and the rule's record: the best complete trial (ties: the earliest), unless
+    it beats the first trial (today's values) by no more than ``min_gain``; then the first.
+
+    Raises:
+        ConfigError: No trial completed, or ``min_gain`` is negative or not finite.
+    """
+    if not (min_gain >= 0 and min_gain != float("inf")):
+        raise ConfigError(f"--min-gain must be a finite number >= 0, got {min_gain!r}")
+    complete = [r for r in records if r["state"] == "COMPLETE"]
+    if not complete:
+        raise ConfigError("no trial of the study completed; raise --trials or --timeout")
+    best = max(complete, key=lambda r: (r["value"], -r["number"]))  # ties: the earliest trial
+    first = next((r for r in complete if r["number"] == 0), None)
+    gain = None if first is None else best["value"] - first["value"]
+    kept = first is not None and best is not first and gain is not None and gain <= min_gain
+    rule = (f"the best trial by mean validation, unless it beats trial 0 (today's values) by no more than "
+            f"{min_gain}; then trial 0")
+    selection = {"rule": rule, "min_gain": min_gain, "best_trial": best["number"], "gain_over_first": gain,
+                 "kept_first": kept}
+    return (first if kept else best), selection
+
+
+__all__ = ["OBJECTIVE", "TuneSpec", "baseline_values", "run_study", "select"]

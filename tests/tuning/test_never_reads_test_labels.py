@@ -60,7 +60,7 @@ def test_poisoned_test_labels_change_nothing_the_tuner_sees(monkeypatch: pytest.
     poisoned = _study(poisoned_test)
     assert len(clean["trials"]) == 3 and clean["baseline"]["lr"] == pytest.approx(0.002)  # FedStruct's Table 4 lr
     assert _trace(poisoned) == _trace(clean)
-    assert poisoned["chosen"] == clean["chosen"] and poisoned["best_trial"] == clean["best_trial"]
+    assert poisoned["chosen"] == clean["chosen"] and poisoned["chosen_trial"] == clean["chosen_trial"]
     assert poisoned["chosen_value"] == clean["chosen_value"]
     # the poisoning is real: the same runs score differently on the test split
     assert len(poisoned_test) == len(clean_test) == 6
