@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from torch import nn
 
+from securefg.errors import ConfigError
 from securefg.federation.party import Party
 from securefg.federation.program.context import ClientAction, ClientContext, ServerContext
 from securefg.methods.backbone_option import BACKBONE_OPTIONS, check_backbone_options, node_backbone
@@ -16,6 +17,7 @@ from securefg.methods.tasks import NodeTask
 from securefg.methods.training import (
     PartyGenerator,
     evaluate_node,
+    load_state,
     party_rng,
     party_seed,
     train_graph_epochs,
@@ -23,6 +25,8 @@ from securefg.methods.training import (
 )
 
 ACTION_TRAIN = "local/train"
+#: ``score_on`` values (see :class:`Local`).
+SCORE_ON = ("own", "global_graph")
 
 
 @register_method
@@ -37,15 +41,25 @@ class Local(Method):
             node tasks. (default: ``"gcn"``)
         layers (int): GraphSage layers. (default: ``2``)
         dropout (float): GraphSage dropout. (default: ``0.5``)
+        score_on (str): Node tasks: ``"own"`` scores each client's model on its own test nodes
+            (FED-PUB's Local); ``"global_graph"`` also scores it on the global test set, the
+            whole graph with every cross-client edge (FedSage's LocSage), and reports that as
+            ``test_acc`` (the own-data figure stays as ``own_test_acc``). The global scores are
+            the experimenter's measurement: no party holds that graph. (default: ``"own"``)
     """
 
     name = "local"
     TAGS = {}
-    option_defaults = BACKBONE_OPTIONS
+    option_defaults: ClassVar[Mapping[str, Any]] = {**BACKBONE_OPTIONS, "score_on": "own"}
 
     def __init__(self, task: Task, config: MethodConfig) -> None:
         super().__init__(task, config)
         check_backbone_options(self.name, self.options, node_task=isinstance(task, NodeTask))
+        if self.options["score_on"] not in SCORE_ON:
+            raise ConfigError(f"local: score_on must be one of {list(SCORE_ON)}, got {self.options['score_on']!r}")
+        if self.options["score_on"] == "global_graph" and (not isinstance(task, NodeTask) or task.full_graph is None):
+            raise ConfigError("local: score_on=global_graph needs a node task with its full graph")
+        self._eval_model: nn.Module | None = None
 
     def make_model(self) -> nn.Module:
         """The chosen backbone on node tasks, GIN on graph tasks."""
@@ -97,13 +111,13 @@ class Local(Method):
         """Own scores; on graph tasks also the model, which the experimenter scores on the global
         test set (a client holds only its own graphs)."""
         out: dict[str, Any] = dict(party.state.get("scores", {}))
-        if not isinstance(self.task, NodeTask):
+        if not isinstance(self.task, NodeTask) or self.options["score_on"] == "global_graph":
             out["model"] = {k: v.detach().cpu().clone() for k, v in party.state["model"].state_dict().items()}
         return out
 
     def combine_measures(self, server: Mapping[str, Any], per_client: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
         if isinstance(self.task, NodeTask):
-            return combine_client_scores(self, server, per_client)
+            return self._combine_node(server, per_client)
         scored = {}
         for cid, m in per_client.items():
             s = {k: v for k, v in m.items() if k != "model"}
@@ -121,5 +135,29 @@ class Local(Method):
         out["global_test_acc"] = sum(accs) / len(accs) if accs else float("nan")
         return out
 
+    def _combine_node(self, server: Mapping[str, Any], per_client: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+        """Own scores; with ``score_on=global_graph`` each model also on the global test set."""
+        if not any("model" in m for m in per_client.values()):
+            return combine_client_scores(self, server, per_client)
+        assert isinstance(self.task, NodeTask) and self.task.full_graph is not None
+        if self._eval_model is None:
+            self._eval_model = self.make_model()
+            self._full = self.task.full_graph.to(self.config.device)
+        scored = {}
+        for cid, m in per_client.items():
+            s = {k: v for k, v in m.items() if k != "model"}
+            load_state(self._eval_model, m["model"])
+            s["global_graph_test_acc"] = evaluate_node(self._eval_model, self._full)["test_acc"]
+            scored[cid] = s
+        out = combine_client_scores(self, server, scored)
+        out["mean_global_graph_test"] = sum(s["global_graph_test_acc"] for s in scored.values()) / len(scored)
+        return out
+
     def summarize(self, history: list[dict[str, Any]]) -> dict[str, Any]:
-        return summarize_task(self.task, history)
+        out = summarize_task(self.task, history)
+        if out and "mean_global_graph_test" in history[-1]:  # LocSage: the global test set at the same round
+            at = next(h for h in history if h["round"] == out["best_round"])
+            out["own_test_acc"] = out["test_acc"]
+            out["test_acc"] = at["mean_global_graph_test"]
+            out["final_test_acc"] = history[-1]["mean_global_graph_test"]
+        return out

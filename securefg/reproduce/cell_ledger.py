@@ -41,7 +41,10 @@ def compact_record(setting: str, result: Mapping[str, Any], *, source: str, key:
     rec: dict[str, Any] = {k: result[k] for k in KEPT_KEYS if k in result}
     if key is not None and key != result.get("method"):
         rec["column"] = key
-    rec["config"] = {"dataset": (result.get("config") or {}).get("dataset")}
+    config = result.get("config") or {}
+    rec["config"] = {"dataset": config.get("dataset")}
+    if isinstance(config.get("options"), Mapping):  # the column's options: a changed column reruns its cells
+        rec["config"]["options"] = dict(config["options"])
     rec["metrics"] = {k: _finite(metrics[k]) for k in KEPT_METRICS if k in metrics}
     preset = result.get("preset")
     if isinstance(preset, Mapping):  # what the preset set: a later study that changes it makes the cell stale

@@ -76,12 +76,22 @@ def finished_result(cell: Cell, out_root: str | Path, ledger: CellLedger | None 
 def preset_change(cell: Cell, result: Mapping[str, Any], overrides: RunOverrides | None = None) -> str | None:
     """Why a finished cell no longer is what its run would be today, or ``None``.
 
+    A run with other options than its column asks for (the column changed) is stale.
+
     Each value today's preset would set is compared with the value the run used: its
     ``config`` (recorded after the preset was applied), else the method's option default, else
     what its preset block says it applied. A study that has since rewritten the preset makes
     the cell stale, so it runs again; a value that is the same (a preset now stating a default)
     does not. A result from before presets existed (no block) cannot be checked and is kept.
     """
+    want = dict(cell.method.options)
+    if overrides is not None:
+        want.update(overrides.options.get(cell.method.name, {}))
+    have = (result.get("config") or {}).get("options")
+    if isinstance(have, Mapping):
+        differ = {k: v for k, v in want.items() if not _same(have.get(k, _UNKNOWN), v)}
+        if differ:
+            return f"it ran with other options than the column's {differ} (it had {dict(have)})"
     block = result.get("preset")
     if not isinstance(block, Mapping) or block.get("enabled") is False:
         return None
@@ -104,13 +114,20 @@ def _values_used(method: str, result: Mapping[str, Any]) -> dict[str, Any]:
     block = result.get("preset") or {}
     used: dict[str, Any] = dict(block.get("applied") or {})
     config = result.get("config") or {}
+    from securefg.methods.base import method_class
+
+    mcls = method_class(method)
+    try:  # a run that set no value used the method's own (most methods' defaults need no task)
+        base = mcls.train_defaults(None) if hasattr(mcls, "train_defaults") else None
+    except Exception:  # noqa: BLE001 - defaults that need the task stay unknown (the cell then reruns)
+        base = None
     for key in ("lr", "weight_decay", "local_epochs"):
         if config.get(key) is not None:
             used[key] = config[key]
+        elif key not in used and base is not None and "config" in result:
+            used[key] = getattr(base, key)
     if "options" in config:
-        from securefg.methods.base import method_class
-
-        defaults = method_class(method).option_defaults
+        defaults = mcls.option_defaults
         used.update({f"options.{k}": v for k, v in defaults.items()})
         used.update({f"options.{k}": v for k, v in (config.get("options") or {}).items()})
     return used

@@ -31,7 +31,8 @@ class FakeNodeRuns:
         self.calls.append(cfg)
         protocol = cfg.protocol or "default_stack"
         acc = 0.80 if protocol == "plaintext" else 0.79 + cfg.seed / 1000
-        res = {"method": cfg.method, "seed": cfg.seed, "config": {"dataset": cfg.dataset}, "device": "cpu",
+        res = {"method": cfg.method, "seed": cfg.seed, "config": {"dataset": cfg.dataset, "options": dict(cfg.options)},
+               "device": "cpu",
                "protocol": protocol, "bytes_total": 2e6, "wall_seconds": 4.0, "metrics": {"test_acc": acc}}
         Path(cfg.out).mkdir(parents=True, exist_ok=True)
         (Path(cfg.out) / "result.json").write_text(json.dumps(res))
@@ -221,3 +222,30 @@ def test_a_preset_that_now_states_the_values_a_run_used_does_not_make_it_stale()
     assert cell_runner.preset_change(cell, res) is None
     res["config"]["options"] = {"dropout": 0.3}  # the table now says 0.5
     assert "options.dropout" in (cell_runner.preset_change(cell, res) or "")
+
+
+def test_a_cell_run_with_other_options_than_its_column_runs_again(tmp_path: Path) -> None:
+    paper, _ = FEDSAGE.paper()
+    cell = plan(FEDSAGE, paper, settings=["Cora M=3"], rows=["LocSage"], seeds=[0])[0]
+    folder = cell.folder(tmp_path)
+    folder.mkdir(parents=True)
+    old = {"method": "local", "seed": 0, "protocol": "plaintext", "config": {"dataset": "Cora", "options": {"backbone": "sage"}},
+           "metrics": {"test_acc": 0.85}}  # the column before LocSage was scored on the global test set
+    (folder / "result.json").write_text(json.dumps(old))
+    fake = FakeNodeRuns()
+    outcomes = run_cells([cell], out_root=tmp_path, run_fn=fake, show_progress=False)
+    assert [o.status for o in outcomes] == ["ran"] and fake.calls[0].options["score_on"] == "global_graph"
+
+
+def test_locsage_scores_each_owner_on_the_global_test_set() -> None:
+    from securefg.experiment import run_experiment
+
+    base = {"method": "local", "dataset": "csbm", "partition": "louvain", "clients": 3, "rounds": 3, "device": "cpu",
+            "progress": False}
+    res = run_experiment(RunConfig(**base, options={"backbone": "sage", "score_on": "global_graph"}))
+    own = run_experiment(RunConfig(**base, options={"backbone": "sage"}))
+    m = res["metrics"]
+    assert m["own_test_acc"] == pytest.approx(own["metrics"]["test_acc"])  # same runs, two scores
+    assert 0.0 < m["test_acc"] < 1.0 and m["test_acc"] != m["own_test_acc"]
+    with pytest.raises(ConfigError, match="score_on"):
+        run_experiment(RunConfig(**{**base, "options": {"score_on": "everywhere"}}))
