@@ -131,9 +131,7 @@ def render_study(record: dict[str, Any], out: Path) -> str:
         params = ", ".join(f"{k}={_short(v)}" for k, v in t["params"].items())
         lines.append(f"  #{t['number']:<3} {t['state']:<8} mean {value}  [{vals}]  {t.get('seconds', 0):.0f} s  {params}")
     sel = record.get("selection") or {}
-    if record.get("chosen_trial") == 0 and not sel.get("kept_first"):
-        reference += f"; the starting values (trial 0, from {origin}) scored best, so they stay"
-    elif sel.get("kept_first"):
+    if sel.get("kept_first"):
         lines.append(f"trial #{sel['best_trial']} led trial #0 by {sel['gain_over_first']:.4f}, not more than "
                      f"--min-gain {sel['min_gain']}: today's values stay")
     lines.append(f"chosen (trial #{record['chosen_trial']}, mean validation {record['chosen_value']:.4f}; "
