@@ -134,11 +134,23 @@ def command_line(args: argparse.Namespace) -> str:
     return " ".join(shlex.quote(p) for p in parts)
 
 
+def print_dry_run(cells: list[Any], out: str, ledger: Any, ledger_path: Path | None) -> None:
+    """One line per cell: finished here, recorded in the ledger (not rerun), or to run."""
+    from securefg.reproduce.cell_runner import finished_result
+
+    for cell in cells:
+        here = (cell.folder(out) / "result.json").is_file()
+        done = finished_result(cell, out, ledger)
+        state = (f"finished ({cell.folder(out)})" if here else
+                 f"recorded in {ledger_path}, not rerun" if done else f"to run ({cell.folder(out)})")
+        print(f"{cell}: {state}")
+
+
 def run(args: argparse.Namespace) -> int:
     from securefg.reproduce.cefgc_cells import plan
-    from securefg.reproduce.cefgc_report import COMMAND_LOG, write_report
-    from securefg.reproduce.cell_ledger import CellLedger
-    from securefg.reproduce.cell_runner import finished_result, run_cells
+    from securefg.reproduce.cefgc_report import write_report
+    from securefg.reproduce.cell_ledger import COMMAND_LOG, CellLedger
+    from securefg.reproduce.cell_runner import run_cells
     from securefg.reproduce.paper_cells import paper_cells
 
     cells = plan(settings=args.datasets, methods=args.methods, seeds=args.seeds, quick=args.quick)
@@ -146,12 +158,7 @@ def run(args: argparse.Namespace) -> int:
     out, page, ledger_path = resolve_paths(args)
     ledger = None if ledger_path is None else CellLedger(ledger_path)
     if args.dry_run:
-        for cell in cells:
-            here = (cell.folder(out) / "result.json").is_file()
-            done = finished_result(cell, out, ledger)
-            state = (f"finished ({cell.folder(out)})" if here else
-                     f"recorded in {ledger_path}, not rerun" if done else f"to run ({cell.folder(out)})")
-            print(f"{cell}: {state}")
+        print_dry_run(cells, out, ledger, ledger_path)
         return 0
     if args.report_only:
         plots = write_report(out_root=out, page=page, command=command_line(args), paper=paper,
@@ -184,10 +191,10 @@ def run(args: argparse.Namespace) -> int:
 
 def run_table(args: argparse.Namespace) -> int:
     """``securefg reproduce fedpub|fedsheafhn|fedstruct|fedsage``."""
-    from securefg.reproduce.cell_ledger import CellLedger
-    from securefg.reproduce.cell_runner import finished_result, run_cells
+    from securefg.reproduce.cell_ledger import COMMAND_LOG, CellLedger
+    from securefg.reproduce.cell_runner import run_cells
     from securefg.reproduce.node_tables import TABLES, plan
-    from securefg.reproduce.table_page import COMMAND_LOG, write_page
+    from securefg.reproduce.table_page import write_page
 
     table = TABLES[args.table]
     paper, source = table.paper(args.targets)  # read first: a bad targets file fails before hours of runs
@@ -199,12 +206,7 @@ def run_table(args: argparse.Namespace) -> int:
     note = (f"**Quick run**: at most {overrides.rounds} rounds and one seed, to show the machinery; these figures are not comparable "
             "to the paper's." if overrides is not None else "")
     if args.dry_run:
-        for cell in cells:
-            here = (cell.folder(out) / "result.json").is_file()
-            done = finished_result(cell, out, ledger)
-            state = (f"finished ({cell.folder(out)})" if here else
-                     f"recorded in {ledger_path}, not rerun" if done else f"to run ({cell.folder(out)})")
-            print(f"{cell}: {state}")
+        print_dry_run(cells, out, ledger, ledger_path)
         return 0
     if not args.report_only:
         Path(out).mkdir(parents=True, exist_ok=True)

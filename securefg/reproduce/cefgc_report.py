@@ -21,12 +21,9 @@ from securefg.reproduce.cefgc_table import (
     proteins_target,
     shortfalls,
 )
-from securefg.reproduce.cell_ledger import CellLedger
+from securefg.reproduce.cell_ledger import COMMAND_LOG, CellLedger, logged_commands
 from securefg.reproduce.cell_runner import finished_result
 from securefg.reproduce.dataset_breakdown import CHANCE, dataset_breakdown
-
-#: Every invocation's command, one a line, under the output root (the page names them all).
-COMMAND_LOG = "commands.txt"
 
 
 def measure_all(out_root: str | Path, ledger: CellLedger | None = None) -> tuple[Measurements, list[tuple[Cell, dict]]]:
@@ -77,7 +74,7 @@ def write_report(
          "The invocations logged while these cells were made, in order (each ran the unfinished cells it named; "
          "one stopped early may have finished none):"),
         "",
-        *(f"* `{c}`" for c in _commands(out_root, ledger)),
+        *(f"* `{c}`" for c in logged_commands(out_root, ledger)),
         "",
         ("Score: the global model's ROC-AUC on the global test set (one-vs-rest for multi-class), 3 clients per "
         "dataset, protected default stacks. FedAvg and FedProx run 200 rounds and the central GIN 200 epochs on the "
@@ -123,18 +120,6 @@ def write_report(
     ]
     page.write_text("\n".join(lines), encoding="utf-8")
     return plots
-
-
-def _commands(out_root: str | Path, ledger: CellLedger | None = None) -> list[str]:
-    """The logged invocations, in first-seen order: the ledger's, then :data:`COMMAND_LOG`'s (which
-    the ledger then keeps, so the page still names them once the output root is gone)."""
-    log = Path(out_root) / COMMAND_LOG
-    logged = [x for x in (log.read_text(encoding="utf-8").splitlines() if log.is_file() else []) if x.strip()]
-    if ledger is not None:
-        for line in logged:
-            ledger.add_command(line)
-    lines = (ledger.commands if ledger is not None else []) + logged
-    return list(dict.fromkeys(lines)) or ["(no log of invocations under the output root)"]
 
 
 def _cost_table(found: list[tuple[Cell, dict]]) -> str:

@@ -132,4 +132,20 @@ class CellLedger:
         os.replace(tmp, self.path)
 
 
-__all__ = ["KEPT_METRICS", "CellLedger", "cell_key", "compact_record"]
+#: Every invocation's command, one a line, under a reproduction's output root (its page names them all).
+COMMAND_LOG = "commands.txt"
+
+
+def logged_commands(out_root: str | Path, ledger: CellLedger | None = None) -> list[str]:
+    """The logged invocations, in first-seen order: the ledger's, then :data:`COMMAND_LOG`'s (which
+    the ledger then keeps, so the page still names them once the output root is gone)."""
+    log = Path(out_root) / COMMAND_LOG
+    logged = [x for x in (log.read_text(encoding="utf-8").splitlines() if log.is_file() else []) if x.strip()]
+    if ledger is not None:
+        for line in logged:
+            ledger.add_command(line)
+    lines = (ledger.commands if ledger is not None else []) + logged
+    return list(dict.fromkeys(lines)) or ["(no log of invocations under the output root)"]
+
+
+__all__ = ["COMMAND_LOG", "KEPT_METRICS", "CellLedger", "cell_key", "compact_record", "logged_commands"]

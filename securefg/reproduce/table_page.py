@@ -15,15 +15,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from securefg.reproduce.cell_ledger import CellLedger
+from securefg.reproduce.cell_ledger import COMMAND_LOG, CellLedger, logged_commands
 from securefg.reproduce.cell_runner import finished_result
 from securefg.reproduce.cells import PLAINTEXT, Cell
 from securefg.reproduce.node_tables import PaperTable, plan
 from securefg.reproduce.table_measure import TOLERANCE, Measured, SeedRuns, collect
 from securefg.reproduce.table_plot import plot_setting
-
-#: Every invocation's command, one a line, under the output root.
-COMMAND_LOG = "commands.txt"
 
 
 def measure_all(table: PaperTable, paper: Mapping[tuple[str, str], float], out_root: str | Path,
@@ -72,7 +69,7 @@ def write_page(
         *([note, ""] if note else []),
         f"`securefg reproduce {table.key}` runs every unfinished cell (resumable). Invocations that made these cells:",
         "",
-        *(f"* `{c}`" for c in _commands(out_root, ledger)),
+        *(f"* `{c}`" for c in logged_commands(out_root, ledger)),
         "",
         "## Protocol",
         "",
@@ -190,16 +187,6 @@ def cost(table: PaperTable, measured: Measured, paper: Mapping[tuple[str, str], 
                 sec = f"{statistics.fmean(runs.seconds.values()):.0f}" if runs.seconds else "—"
                 out.append(f"| {s.name} | {row.label} | {stack} | {len(runs.acc)} | {mb} | {sec} |")
     return "\n".join(out) if len(out) > 2 else "No finished cell."
-
-
-def _commands(out_root: str | Path, ledger: CellLedger | None) -> list[str]:
-    log = Path(out_root) / COMMAND_LOG
-    logged = [x for x in (log.read_text(encoding="utf-8").splitlines() if log.is_file() else []) if x.strip()]
-    if ledger is not None:
-        for line in logged:
-            ledger.add_command(line)
-    lines = (ledger.commands if ledger is not None else []) + logged
-    return list(dict.fromkeys(lines)) or ["(no log of invocations under the output root)"]
 
 
 __all__ = ["COMMAND_LOG", "comparison", "cost", "measure_all", "off_by", "per_seed", "write_page"]

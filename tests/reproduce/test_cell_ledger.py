@@ -113,7 +113,7 @@ def test_report_only_runs_nothing_and_records_the_folders(tmp_path: Path, monkey
 
 
 def test_logged_invocations_move_into_the_ledger(tmp_path: Path) -> None:
-    from securefg.reproduce.cefgc_report import COMMAND_LOG
+    from securefg.reproduce.cell_ledger import COMMAND_LOG
 
     (tmp_path / "runs").mkdir()
     (tmp_path / "runs" / COMMAND_LOG).write_text("securefg reproduce cefgc --datasets MUTAG\n\n")
