@@ -134,6 +134,32 @@ def command_line(args: argparse.Namespace) -> str:
     return " ".join(shlex.quote(p) for p in parts)
 
 
+def run_logged(args: argparse.Namespace, cells: list[Any], out: str, ledger: Any, ledger_path: Path | None,
+               **run_kwargs: Any) -> dict[str, int]:
+    """Log the invocation (under ``out`` and in the ledger), run the unfinished cells, and print
+    how many ran here, were finished already, are only recorded, or failed."""
+    from securefg.reproduce.cell_ledger import COMMAND_LOG
+    from securefg.reproduce.cell_runner import run_cells
+
+    Path(out).mkdir(parents=True, exist_ok=True)
+    with (Path(out) / COMMAND_LOG).open("a", encoding="utf-8") as log:  # the page lists every invocation
+        log.write(command_line(args) + "\n")
+    if ledger is not None:
+        ledger.add_command(command_line(args))
+    outcomes = run_cells(cells, out_root=out, device=args.device, data_root=args.data_root, ledger=ledger,
+                         **run_kwargs)
+    counts = {k: sum(o.status == k for o in outcomes) for k in ("ran", "done", "recorded", "failed")}
+    parts = [f"{counts['ran']} ran here", f"{counts['done']} were finished already under {out}"]
+    if counts["recorded"]:
+        parts.append(f"{counts['recorded']} are recorded in {ledger_path} from an earlier run and were not rerun "
+                     "(--ledger none runs them here)")
+    print(f"{len(cells)} cells: {', '.join(parts)}, {counts['failed']} failed")
+    for o in outcomes:
+        if o.status == "failed":
+            print(f"  failed: {o.cell}: {o.error}")
+    return counts
+
+
 def print_dry_run(cells: list[Any], out: str, ledger: Any, ledger_path: Path | None) -> None:
     """One line per cell: finished here, recorded in the ledger (not rerun), or to run."""
     from securefg.reproduce.cell_runner import finished_result
@@ -149,8 +175,7 @@ def print_dry_run(cells: list[Any], out: str, ledger: Any, ledger_path: Path | N
 def run(args: argparse.Namespace) -> int:
     from securefg.reproduce.cefgc_cells import plan
     from securefg.reproduce.cefgc_report import write_report
-    from securefg.reproduce.cell_ledger import COMMAND_LOG, CellLedger
-    from securefg.reproduce.cell_runner import run_cells
+    from securefg.reproduce.cell_ledger import CellLedger
     from securefg.reproduce.paper_cells import paper_cells
 
     cells = plan(settings=args.datasets, methods=args.methods, seeds=args.seeds, quick=args.quick)
@@ -166,22 +191,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {page} and {len(plots)} plot(s); ran nothing")
         return 0
     cache = args.generator_cache or str(Path(out) / "generators")
-    Path(out).mkdir(parents=True, exist_ok=True)
-    with (Path(out) / COMMAND_LOG).open("a", encoding="utf-8") as log:  # the page lists every invocation
-        log.write(command_line(args) + "\n")
-    if ledger is not None:
-        ledger.add_command(command_line(args))
-    outcomes = run_cells(cells, out_root=out, device=args.device, data_root=args.data_root, generator_cache=cache,
-                         ledger=ledger)
-    counts = {k: sum(o.status == k for o in outcomes) for k in ("ran", "done", "recorded", "failed")}
-    parts = [f"{counts['ran']} ran here", f"{counts['done']} were finished already under {out}"]
-    if counts["recorded"]:
-        parts.append(f"{counts['recorded']} are recorded in {ledger_path} from an earlier run and were not rerun "
-                     "(--ledger none runs them here)")
-    print(f"{len(cells)} cells: {', '.join(parts)}, {counts['failed']} failed")
-    for o in outcomes:
-        if o.status == "failed":
-            print(f"  failed: {o.cell}: {o.error}")
+    counts = run_logged(args, cells, out, ledger, ledger_path, generator_cache=cache)
     if not args.no_report:
         plots = write_report(out_root=out, page=page, command=command_line(args), paper=paper, paper_source=source,
                              ledger=ledger)
@@ -191,8 +201,7 @@ def run(args: argparse.Namespace) -> int:
 
 def run_table(args: argparse.Namespace) -> int:
     """``securefg reproduce fedpub|fedsheafhn|fedstruct|fedsage``."""
-    from securefg.reproduce.cell_ledger import COMMAND_LOG, CellLedger
-    from securefg.reproduce.cell_runner import run_cells
+    from securefg.reproduce.cell_ledger import CellLedger
     from securefg.reproduce.node_tables import TABLES, plan
     from securefg.reproduce.table_page import write_page
 
@@ -209,19 +218,7 @@ def run_table(args: argparse.Namespace) -> int:
         print_dry_run(cells, out, ledger, ledger_path)
         return 0
     if not args.report_only:
-        Path(out).mkdir(parents=True, exist_ok=True)
-        with (Path(out) / COMMAND_LOG).open("a", encoding="utf-8") as log:
-            log.write(command_line(args) + "\n")
-        if ledger is not None:
-            ledger.add_command(command_line(args))
-        outcomes = run_cells(cells, out_root=out, device=args.device, data_root=args.data_root, ledger=ledger,
-                             overrides=overrides)
-        counts = {k: sum(o.status == k for o in outcomes) for k in ("ran", "done", "recorded", "failed")}
-        print(f"{len(cells)} cells: {counts['ran']} ran here, {counts['done']} were finished already under {out}, "
-              f"{counts['recorded']} recorded in {ledger_path} (not rerun), {counts['failed']} failed")
-        for o in outcomes:
-            if o.status == "failed":
-                print(f"  failed: {o.cell}: {o.error}")
+        counts = run_logged(args, cells, out, ledger, ledger_path, overrides=overrides)
         if args.no_report:
             return 1 if counts["failed"] else 0
     else:

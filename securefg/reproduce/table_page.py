@@ -17,7 +17,7 @@ from typing import Any
 
 from securefg.reproduce.cell_ledger import COMMAND_LOG, CellLedger, logged_commands
 from securefg.reproduce.cell_runner import finished_result
-from securefg.reproduce.cells import PLAINTEXT, Cell
+from securefg.reproduce.cells import PLAINTEXT, PROTECTED, Cell
 from securefg.reproduce.node_tables import PaperTable, plan
 from securefg.reproduce.table_measure import TOLERANCE, Measured, SeedRuns, collect
 from securefg.reproduce.table_plot import plot_setting
@@ -137,8 +137,8 @@ def comparison(table: PaperTable, measured: Measured, paper: Mapping[tuple[str, 
             ref = paper[(s.name, row.label)]
             by = _stack_runs(table, measured, s.name, row.label)
             plain = by.get(PLAINTEXT)
-            prot = by.get("protected")
-            prot_cell = "(no messages)" if "protected" not in by else _fmt(prot, n)
+            prot = by.get(PROTECTED)
+            prot_cell = "(no messages)" if PROTECTED not in by else _fmt(prot, n)
             out.append(f"| {s.name} | {row.label} | {ref:.2f} | {_fmt(plain, n)} | {_delta(plain, ref)} | {prot_cell} | "
                        f"{_delta(prot, ref)} | {_verdict(list(by.values()), ref, n)} |")
     return "\n".join(out)
