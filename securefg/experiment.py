@@ -89,7 +89,11 @@ def build_method(cfg: RunConfig) -> tuple[RunConfig, Method, ProtocolStack, dict
         raise ConfigError(f"--option patience must be an integer >= 0 (0 = run every round), got {patience!r}")
     mconf = MethodConfig(rounds=cfg.rounds, train=train, device=device, seed=cfg.seed, hidden=cfg.hidden,
                          options=method_options, graph_pooling=pooling, patience=patience)
-    return cfg, mcls(task, mconf), stack, data_info
+    method = mcls(task, mconf)
+    helpers = tuple(p for p in stack.helper_parties() if p not in method.extra_parties)
+    if helpers:  # e.g. ckks_robust's key holder: its own party (and process on Flower)
+        method.extra_parties = (*method.extra_parties, *helpers)
+    return cfg, method, stack, data_info
 
 
 def run_experiment(cfg: RunConfig, *, on_round: Callable[[int, dict[str, Any]], None] | None = None) -> dict[str, Any]:

@@ -256,8 +256,9 @@ class UpdatePoisoning(Attack):
                                  mechanism="plaintext_trimmed_mean", params={"trim": float(self.params["trim"])})
             extra = {"trim": float(self.params["trim"])}
         elif defence == "robust":
-            if binding.mechanism == "subgroup_robust":
-                return {"defence": defence, "composable": True, "reason": "already on: the audited stack is robust"}
+            if not mechanism_class(binding.mechanism).returns_sum:  # subgroup_robust, ckks_robust
+                return {"defence": defence, "composable": True,
+                        "reason": f"already on: the audited stack's {binding.mechanism!r} aggregate is robust"}
             from securefg.protocol.robust.mechanism import NAME as ROBUST
 
             extra = {"rule": str(self.params["robust_rule"]), "k": int(self.params["robust_k"]),

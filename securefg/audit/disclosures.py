@@ -151,6 +151,12 @@ METHOD_ASSUMPTIONS: dict[str, tuple[str, ...]] = {
 
 #: Released by a mechanism whatever the method: the receiver reads it by design of the mechanism.
 MECHANISM_DISCLOSURES: dict[str, str] = {
+    "ckks_robust": (
+        "ROBUST AGGREGATE: the server learns, besides the robust mean, one coefficient per client: 0 for the "
+        "updates multi-Krum dropped (and, with a norm bound, the scale-down of each clipped update). The key "
+        "holder learns the Gram matrix (norms, distances, angles) of the pseudonymous updates and their sample "
+        "counts."
+    ),
     "subgroup_robust": (
         "ROBUST OPTION: the server learns one secure sum per public subgroup of >= k clients (and each "
         "subgroup's weight total and survivors), not a single total: G = n // k partial sums per round. "

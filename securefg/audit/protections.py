@@ -45,6 +45,14 @@ CANNOT = {
         "the uploads."
     ),
     "plaintext_trimmed_mean": "Nothing is hidden (plaintext); it only bounds a poisoned minority's influence.",
+    "ckks_robust": (
+        "The server learns the robust mean and which clients the rule dropped (with a norm bound, each clipped "
+        "client's norm relative to the bound); the key holder learns the pseudonymous updates' norms, pairwise "
+        "distances and sample counts, not which client is which. The key holder is trusted to run the rule: a "
+        "malicious one returns any selection. The server colluding with it decrypts every upload. Multi-Krum "
+        "removes updates far from their nearest neighbours; a poisoned update that stays within the honest spread "
+        "passes, and with non-IID clients the rule also drops honest outliers."
+    ),
     "subgroup_robust": (
         "Releases every subgroup's sum (groups of >= k), not one total; a subgroup's k - 1 colluding members "
         "and the server recover the last member's input. The robust rule bounds a poisoned minority of "

@@ -237,6 +237,15 @@ class ProtocolStack:
                 + "\n".join(f"- {p}" for p in problems)
             )
 
+    def helper_parties(self) -> tuple[str, ...]:
+        """Parties besides the server and the clients that its mechanisms need (``ckks_robust``:
+        a ``keyholder``, so that no client judges the updates), in binding order."""
+        needed: dict[str, None] = {}
+        for b in self.bindings:
+            for pid in getattr(mechanism_class(b.mechanism), "needs_parties", ()):
+                needed[pid] = None
+        return tuple(needed)
+
     def describe(self) -> dict[str, Any]:
         """The stack as plain data: :meth:`content` plus where it was read from."""
         return {"source": self.source, **self.content()}

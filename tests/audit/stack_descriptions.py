@@ -117,6 +117,13 @@ DESCRIBED: dict[str, dict[str, Described]] = {
                                "lowest-numbered client, or a 'keyholder' party when present), which learns the same "
                                "sums."),
     },
+    "fedavg_robust": {
+        "fedavg/model": d(C, "the global model is broadcast in the clear."),
+        "fedavg/update": d(K, "The server learns the mean of the kept updates and which clients were dropped; the key "
+                              "holder learns the pseudonymous updates' norms and pairwise distances and their sample "
+                              "counts."),
+        "fedavg/metrics": d(K, "Metrics are summed under CKKS too (the key holder decrypts the sums for the server)"),
+    },
     "fedavg_dp": {
         "fedavg/model": d(C, "the global model the server broadcasts"),
         "fedavg/update": d(S, "the server, which receives every clipped update in plaintext"),

@@ -35,6 +35,7 @@ from securefg.federation.flatten import Layout, flatten, layout_from_text, layou
 from securefg.federation.party import SERVER, Party
 from securefg.federation.program.calls import party_call, stand_ins
 from securefg.federation.program.ckks_flows import NodeCKKS, sum_server
+from securefg.federation.program.ckks_robust_flows import NodeCKKSRobust, robust_sum_server
 from securefg.federation.program.client_runtime import ClientRuntime
 from securefg.federation.program.halves import build_halves
 from securefg.federation.program.server_runtime import LAYOUT, ServerRuntime
@@ -42,6 +43,8 @@ from securefg.federation.program.step import Step
 from securefg.protocol.ckks.ckks_mechanism import CKKS
 from securefg.protocol.ckks.constants import Stage as CKKSStage
 from securefg.protocol.mechanism import ExchangeCall, ExchangeKind
+from securefg.protocol.robust.ckks_robust import CKKSRobust
+from securefg.protocol.robust.ckks_robust import Stage as RobustStage
 from securefg.protocol.robust.mechanism import SubgroupRelease, SubgroupRobust
 from securefg.protocol.robust.subgroups import check_sizes, grouping_seed, partition
 from securefg.protocol.secure_sum import server as ss_server
@@ -183,6 +186,9 @@ class ServerExchange:
         if isinstance(mech, CKKS):
             return sum_server(self.rt, _Bound(mech), tag=tag, round=self.round, clients=members, length=length,
                               action=ACTION_AGGREGATE, info=dict(info))
+        if isinstance(mech, CKKSRobust):
+            return robust_sum_server(self.rt, _Bound(mech), tag=tag, round=self.round, clients=members, length=length,
+                                     action=ACTION_AGGREGATE, info=dict(info), count_tail=count_tail, weighted=weighted)
         if isinstance(mech, SubgroupRobust):
             return self._subgroups(mech, tag, members, length, info, count_tail=count_tail, weighted=weighted)
         if not hasattr(mech, "combine_uploads"):
@@ -257,6 +263,7 @@ class ClientExchange:
         self.pending: dict[tuple[str, int], _Prepared] = {}
         self.calls: dict[tuple[str, int], ClientStage] = {}
         self.ckks = NodeCKKS(rt, stack, (*clients, *helpers))
+        self.ckks_robust = NodeCKKSRobust(rt, stack, self.ckks.keys)
         rt.on(ACTION_AGGREGATE, self._on_aggregate)
         self.deviations: dict[tuple[str, str], Any] = {}
         """(exchange kind, tag) -> how this party deviates from its honest input there (attack
@@ -339,6 +346,13 @@ class ClientExchange:
             vec = torch.from_numpy(self._input(step))
             del self.pending[key]
             self.rt.transport.send(Envelope(pid, (SERVER,), step.round, step.tag, encode_tensor(vec), stage=PLAINTEXT_UPLOAD))
+            return
+        if isinstance(mech, CKKSRobust):
+            if step.stage != RobustStage.UPLOAD:
+                raise UnexpectedMessageError(f"{pid} got stage {step.stage!r} for ckks_robust tag {step.tag!r}")
+            vec = torch.from_numpy(self._input(step))
+            del self.pending[key]
+            self.ckks_robust.upload(step, vec)
             return
         if isinstance(mech, CKKS):
             if step.stage != CKKSStage.UPLOAD:

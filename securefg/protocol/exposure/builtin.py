@@ -21,6 +21,9 @@ envelope; the modules named below document them) and says who ends up reading th
   ``reply``: the server seals each output to its pseudonym's key, the shuffler forwards it and
   only the owning client opens it.
 * ``subgroup_robust``: the server reads each subgroup's sum as its inner mechanism releases it.
+* ``ckks_robust`` (:mod:`securefg.protocol.robust.ckks_robust`): the server computes on
+  ciphertexts and reads the robust sum and the rule's coefficients; the key holder reads the
+  pseudonymous inner products and the sum.
 * ``plaintext_trimmed_mean`` (:mod:`securefg.attacks.defences`): the server reads every input.
 """
 
@@ -133,6 +136,14 @@ def subgroup_robust(kind: ExchangeKind, params: Mapping[str, Any]) -> Exposure:
     return inner
 
 
+@declare_exposure("ckks_robust")
+def ckks_robust(kind: ExchangeKind, params: Mapping[str, Any]) -> Exposure:
+    """The key holder judges inner products and decrypts the kept sum for the server."""
+    if kind is K.AGGREGATE:
+        return {ROLE_SERVER: AGG, ROLE_KEYHOLDER: AGG, ROLE_CLIENT: Form.KEYS}
+    raise unsupported("ckks_robust", kind)
+
+
 @declare_exposure("plaintext_trimmed_mean")
 def plaintext_trimmed_mean(kind: ExchangeKind, params: Mapping[str, Any]) -> Exposure:
     """The server needs every input on its own to trim them."""
@@ -141,5 +152,5 @@ def plaintext_trimmed_mean(kind: ExchangeKind, params: Mapping[str, Any]) -> Exp
     raise unsupported("plaintext_trimmed_mean", kind)
 
 
-__all__ = ["blind_sum", "ckks", "ckks_relay", "mailbox", "plaintext", "plaintext_trimmed_mean", "sealed_relay",
+__all__ = ["blind_sum", "ckks", "ckks_relay", "ckks_robust", "mailbox", "plaintext", "plaintext_trimmed_mean", "sealed_relay",
            "secure_sum", "subgroup_robust"]

@@ -1,8 +1,20 @@
-"""Robust aggregation that composes with secure sums: robust rules over public subgroups' sums."""
+"""Robust aggregation that composes with protected sums: robust rules over public subgroups'
+sums (``subgroup_robust``), or over the inner products of CKKS-encrypted updates, judged by the
+key holder (``ckks_robust``)."""
 
+from securefg.protocol.robust.ckks_robust import CKKSRobust, JudgedRelease
 from securefg.protocol.robust.mechanism import SubgroupRelease, SubgroupRobust
 from securefg.protocol.robust.options import ROBUST_OPTIONS, apply_robust_option, robust_stack
 from securefg.protocol.robust.subgroups import check_sizes, partition
 
-__all__ = ["ROBUST_OPTIONS", "SubgroupRelease", "SubgroupRobust", "apply_robust_option", "check_sizes",
-           "partition", "robust_stack"]
+__all__ = [
+           "ROBUST_OPTIONS",
+           "CKKSRobust",
+           "JudgedRelease",
+           "SubgroupRelease",
+           "SubgroupRobust",
+           "apply_robust_option",
+           "check_sizes",
+           "partition",
+           "robust_stack",
+]

@@ -1,0 +1,101 @@
+r"""Robust rules that need only the inputs' Gram matrix (inner products), not the inputs.
+
+The key holder of :mod:`~securefg.protocol.robust.ckks_robust` decrypts
+:math:`G_{ab} = \langle x_a, x_b\rangle` for every pair of pseudonymous updates, never an update
+itself. Pairwise squared distances follow as :math:`D_{ab} = G_{aa} + G_{bb} - 2G_{ab}` and norms
+as :math:`\sqrt{G_{aa}}`, which is all that multi-Krum (Blanchard et al., "Machine Learning with
+Adversaries: Byzantine Tolerant Gradient Descent", NeurIPS 2017,
+https://arxiv.org/abs/1703.02757; El Mhamdi et al., ICML 2018) and a norm bound (Sun et al.,
+2019, https://arxiv.org/abs/1911.07963) need. Each rule returns one coefficient per input in
+``[0, 1]``: 0 drops it, a value below 1 scales it down to the norm bound.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from securefg.errors import InvalidInputError
+
+GRAM_RULES = ("krum", "norm")
+
+
+def tolerated(n: int, trim: float) -> int:
+    """How many inputs multi-Krum drops: ``ceil(trim * n)``, at most ``(n - 1) // 2`` (a strict minority)."""
+    return max(0, min(math.ceil(trim * n - 1e-9), (n - 1) // 2))
+
+
+def squared_distances(gram: torch.Tensor) -> torch.Tensor:
+    """``D[a, b] = G[a, a] + G[b, b] - 2 G[a, b]``, clamped at 0 (CKKS noise can dip below)."""
+    d = torch.diagonal(gram)
+    return (d.unsqueeze(0) + d.unsqueeze(1) - 2 * gram).clamp_min(0.0)
+
+
+def krum_scores(gram: torch.Tensor, f: int) -> torch.Tensor:
+    """Each input's sum of squared distances to its ``max(1, n - f - 2)`` nearest other inputs.
+
+    An input far from every other (a boosted or sign-flipped update) scores high even when the
+    honest inputs differ from each other (non-IID clients): only its nearest neighbours count.
+    """
+    n = gram.shape[0]
+    if n < 2:
+        return torch.zeros(n, dtype=gram.dtype)
+    dist = squared_distances(gram)
+    dist.fill_diagonal_(float("inf"))
+    k = max(1, n - f - 2)
+    return dist.sort(dim=1).values[:, :k].sum(1)
+
+
+def norm_coefficients(gram: torch.Tensor, keep: torch.Tensor, factor: float) -> torch.Tensor:
+    """``min(1, tau / ||x_a||)`` with ``tau = factor *`` the median norm of the kept inputs
+    (``factor <= 0``: all ones). No single input can raise the median."""
+    n = gram.shape[0]
+    ones = torch.ones(n, dtype=gram.dtype)
+    if factor <= 0 or not bool(keep.any()):
+        return ones
+    norms = torch.diagonal(gram).clamp_min(0.0).sqrt()
+    tau = factor * float(norms[keep].median())
+    return torch.where(norms > tau, tau / norms.clamp_min(1e-300), ones)
+
+
+def gram_coefficients(gram: torch.Tensor, *, rule: str, trim: float, norm_factor: float) -> torch.Tensor:
+    """One coefficient per input: multi-Krum's selection (``"krum"``: keep the ``n - f`` lowest
+    scores, ``f = tolerated(n, trim)``) or all (``"norm"``), times the norm bound's factors.
+
+    Raises:
+        InvalidInputError: A Gram matrix that is not square, symmetric within CKKS noise, finite,
+            or has a negative diagonal beyond noise.
+    """
+    check_gram(gram)
+    n = gram.shape[0]
+    if rule == "krum":
+        f = tolerated(n, trim)
+        keep = torch.zeros(n, dtype=torch.bool)
+        keep[krum_scores(gram, f).argsort()[: n - f]] = True
+    elif rule == "norm":
+        keep = torch.ones(n, dtype=torch.bool)
+    else:
+        raise InvalidInputError(f"unknown Gram rule {rule!r} (choices: {list(GRAM_RULES)})")
+    return keep.to(gram.dtype) * norm_coefficients(gram, keep, norm_factor)
+
+
+def check_gram(gram: torch.Tensor) -> None:
+    """Refuse what no set of real vectors has as its Gram matrix (a tampered or overflowed one).
+
+    Raises:
+        InvalidInputError: Naming the problem.
+    """
+    if gram.dim() != 2 or gram.shape[0] != gram.shape[1] or gram.shape[0] == 0:
+        raise InvalidInputError(f"a Gram matrix must be square and non-empty, got shape {tuple(gram.shape)}")
+    if not bool(torch.isfinite(gram).all()):
+        raise InvalidInputError("the Gram matrix holds NaN or Inf")
+    scale = float(torch.diagonal(gram).abs().max()) + 1e-12
+    if float(torch.diagonal(gram).min()) < -1e-4 * scale:
+        raise InvalidInputError("the Gram matrix has a negative squared norm: an input overflowed CKKS or was tampered")
+    if float((gram - gram.T).abs().max()) > 1e-4 * scale:
+        raise InvalidInputError("the Gram matrix is not symmetric")
+
+
+__all__ = ["GRAM_RULES", "check_gram", "gram_coefficients", "krum_scores", "norm_coefficients",
+           "squared_distances", "tolerated"]
