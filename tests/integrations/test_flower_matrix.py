@@ -38,6 +38,7 @@ CASES: dict[str, tuple[str, str | None, dict[str, Any], str]] = {
     "local": ("local", None, NODE, "exact"),
     "fedsage": ("fedsage", None, NODE, "exact"),
     "fedavg-ckks": ("fedavg", "fedavg_ckks", NODE, "ckks"),
+    "fedavg-robust": ("fedavg", "fedavg_robust", NODE, "ckks"),  # adds a keyholder party (its own process)
     "fedavg-graphs": ("fedavg", None, {**GRAPH, "rounds": 2, "local_epochs": 2, "hidden": 8}, "exact"),
     "local-graphs": ("local", None, {**GRAPH, "rounds": 2, "local_epochs": 2, "hidden": 8}, "exact"),
     "fedstruct-A": ("fedstruct", None, {**NODE, "options": {**FEDSTRUCT, "variant": "A"}}, "exact"),

@@ -1,9 +1,12 @@
-"""``--option robust=median|trimmed|norm`` (and ``robust_k``, ...): a stack with robust update sums.
+"""``--option robust=median|trimmed|norm|closest|krum`` (and ``robust_k``, ...): a stack with robust update sums.
 
 The options are the stack's, not the method's: they rebind each tag the method declares in
-``ROBUST_TAGS`` (its model-update aggregate) to ``subgroup_robust``, keeping the tag's own
-mechanism, parameters and transforms as the per-subgroup sum. The derived stack is named
-``<stack>+robust-<rule>-k<k>``, so every report says which stack ran.
+``ROBUST_TAGS`` (its model-update aggregate). ``median``, ``trimmed``, ``norm`` and ``closest``
+bind it to ``subgroup_robust``, keeping the tag's own mechanism, parameters and transforms as the
+per-subgroup sum; the derived stack is named ``<stack>+robust-<rule>-k<k>``. ``krum`` binds each
+``aggregate`` tag among them to ``ckks_robust`` instead (the updates are CKKS-encrypted and a key
+holder runs multi-Krum on their inner products; the tag's transforms are kept), named
+``<stack>+robust-krum``; a ``shared_sum`` tag keeps its mechanism. Every report says which stack ran.
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from securefg.errors import ConfigError
-from securefg.protocol.mechanism import mechanism_class
+from securefg.protocol.mechanism import ExchangeKind, mechanism_class
+from securefg.protocol.robust.ckks_robust import NAME as CKKS_ROBUST
 from securefg.protocol.robust.mechanism import NAME
 from securefg.protocol.robust.rules import RULES
 from securefg.protocol.stack import ProtocolStack
@@ -64,6 +68,27 @@ def robust_stack(stack: ProtocolStack, tags: tuple[str, ...], *, rule: str, k: i
                                    source=f"{stack.source} + --option robust={rule}")
 
 
+def krum_stack(stack: ProtocolStack, tags: tuple[str, ...], *, trim: float = 0.2,
+               norm_factor: float = 0.0) -> ProtocolStack:
+    """``stack`` with each of ``tags`` carried by ``ckks_robust`` (multi-Krum at the key holder)."""
+    desc = stack.describe()
+    bindings = {p: dict(b) for p, b in desc["bindings"].items()}
+    tags = tuple(t for t in tags if mechanism_class(stack.binding_for(t).mechanism).returns_sum)  # robust already
+    if not tags:
+        return stack
+    for tag in tags:
+        b = stack.binding_for(tag)
+        bindings[tag] = {"mechanism": CKKS_ROBUST, "params": {"rule": "krum", "trim": trim, "norm_factor": norm_factor},
+                         "transforms": [{"name": t.name, **t.params} for t in b.transforms]}
+    desc_text = (f"{stack.description.strip()}\n\nRobust option: {list(tags)} CKKS-encrypted; a 'keyholder' party "
+                 f"decrypts only their pairwise inner products, drops the updates multi-Krum flags (trim {trim}) and "
+                 "the server sums the kept ciphertexts (ckks_robust): the server learns the robust mean and which "
+                 "clients were dropped.")
+    unsafe = {"unsafe": stack.unsafe} if stack.unsafe is not None else {}
+    return ProtocolStack.from_dict({"name": f"{stack.name}+robust-krum", "description": desc_text, "tags": bindings,
+                                    **unsafe}, source=f"{stack.source} + --option robust=krum")
+
+
 def apply_robust_option(stack: ProtocolStack, method_cls: Any, options: Mapping[str, Any]) -> ProtocolStack:
     """The stack a run uses given its ``--option`` values (``stack`` itself when ``robust`` is off).
 
@@ -78,8 +103,8 @@ def apply_robust_option(stack: ProtocolStack, method_cls: Any, options: Mapping[
         if extra:
             raise ConfigError(f"options {extra} need --option robust=<{'|'.join(RULES)}>")
         return stack
-    if rule not in RULES:
-        raise ConfigError(f"--option robust must be one of {list(RULES)} (or none), got {opts['robust']!r}")
+    if rule not in (*RULES, "krum"):
+        raise ConfigError(f"--option robust must be one of {[*RULES, 'krum']} (or none), got {opts['robust']!r}")
     tags = tuple(getattr(method_cls, "ROBUST_TAGS", ()))
     if not tags:
         raise ConfigError(f"method {method_cls.name!r} has no update aggregate to make robust; --option robust "
@@ -89,7 +114,13 @@ def apply_robust_option(stack: ProtocolStack, method_cls: Any, options: Mapping[
     except (TypeError, ValueError):
         raise ConfigError(f"robust_k must be an integer and robust_trim, robust_norm numbers, got "
                           f"{opts['robust_k']!r}, {opts['robust_trim']!r}, {opts['robust_norm']!r}") from None
+    if rule == "krum":  # aggregate tags only: ckks_robust carries no shared_sum
+        kinds = getattr(method_cls, "TAGS", {})
+        agg = tuple(t for t in tags if kinds.get(t, ExchangeKind.AGGREGATE) is ExchangeKind.AGGREGATE)
+        if "robust_k" in robust:
+            raise ConfigError("robust_k sets subgroup sizes; --option robust=krum judges every client's update")
+        return krum_stack(stack, agg, trim=trim, norm_factor=nf if "robust_norm" in robust else 0.0)
     return robust_stack(stack, tags, rule=rule, k=k, trim=trim, norm_factor=nf)
 
 
-__all__ = ["ROBUST_OPTIONS", "apply_robust_option", "robust_stack", "split_robust_options"]
+__all__ = ["ROBUST_OPTIONS", "apply_robust_option", "krum_stack", "robust_stack", "split_robust_options"]
