@@ -22,10 +22,11 @@ if TYPE_CHECKING:
 RUN_OPTION_HELP: dict[str, str] = {
     "patience": "stop after N rounds without a better validation score that the server learned; 0 runs every round",
     "robust": "closest|median|trimmed|norm: sum public subgroups of >= robust_k clients securely, then apply the "
-              "rule to the subgroup means (docs/robust.md); empty = off",
-    "robust_k": "clients per subgroup of the robust aggregation",
-    "robust_trim": "fraction trimmed at each end by robust=trimmed",
-    "robust_norm": "norm bound factor of robust=norm",
+              "rule to the subgroup means; krum: CKKS-encrypt each update, a keyholder party runs multi-Krum on "
+              "their inner products, the server sums the kept ones (docs/robust.md); empty = off",
+    "robust_k": "clients per subgroup of the robust aggregation (not with krum)",
+    "robust_trim": "fraction trimmed at each end by robust=trimmed; share of clients robust=krum drops",
+    "robust_norm": "norm bound factor of robust=norm (and of krum when given: scale to the median norm times it)",
 }
 DATA_OPTION_HELP: dict[str, tuple[Any, str]] = {
     "features": ("original", ("graph node features: original (TU node labels; one-hot degree for IMDB) or degree "

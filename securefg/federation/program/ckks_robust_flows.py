@@ -4,7 +4,8 @@ The steps of :mod:`securefg.protocol.robust.ckks_robust`, each role in its own p
 the same helper functions for each role's computation:
 
 * keys (the server gets Galois keys); an ``aggregate`` step at stage ``ckks_robust/upload``
-  (each client encrypts its prepared input: values / scale, and its count tail apart);
+  (each client encrypts its prepared input: its unit part, its power-of-two magnitude and its
+  count tail apart);
 * the server's Gram request in a secret pseudonym order; ``ckks_robust/judge`` step (the key
   holder decrypts the inner products and tails, runs the rule, returns the coefficients);
 * the server's kept sum; ``ckks_robust/release`` step (the key holder checks it against the
@@ -68,13 +69,14 @@ def robust_sum_server(rt: ServerRuntime, res: Resolved, *, tag: str, round: int,
               for pid, payload in _uploads(rt, call, senders, Stage.UPLOAD).items()}
     uploaders = sorted(parsed)
     order = [uploaders[k] for k in secure_permutation(len(uploaders))]  # pseudonym k -> client
-    values, tails = [parsed[p][0] for p in order], [parsed[p][1] for p in order]
-    rt.transport.send(Envelope(SERVER, (holder,), round, tag, gram_request(values, tails), stage=Stage.GRAM_REQUEST,
+    uploads = [parsed[p] for p in order]
+    rt.transport.send(Envelope(SERVER, (holder,), round, tag, gram_request(uploads), stage=Stage.GRAM_REQUEST,
                                form=Form.CIPHERTEXT))
     env = _ask_holder(rt, holder, call, action=ACTION_JUDGE, stage=Stage.GRAM_RESULT,
                       info={"n": len(order), "tail": count_tail, "weighted": int(weighted)})
     coeffs = read_coefficients(env.payload, len(order))
-    rt.transport.send(Envelope(SERVER, (holder,), round, tag, selected_sum(values, tails, coeffs, mech.rule_params()["scale"]),
+    rt.transport.send(Envelope(SERVER, (holder,), round, tag,
+                               selected_sum(uploads, coeffs, weighted=bool(count_tail and weighted)),
                                stage=Stage.SUM_REQUEST, form=Form.CIPHERTEXT))
     env = _ask_holder(rt, holder, call, action=ACTION_RELEASE, stage=Stage.SUM_RESULT,
                       info={"length": length, "tail": count_tail})
@@ -101,15 +103,14 @@ class NodeCKKSRobust:
         rt.on(ACTION_RELEASE, self._on_release)
 
     def upload(self, step: Step, vector: torch.Tensor) -> None:
-        """Encrypt this client's prepared input (values / scale, count tail apart) and send it."""
+        """Encrypt this client's prepared input (unit part, magnitude, count tail) and send it."""
         pid = self.rt.party.pid
         mech, call, keys = self._mech(step)
         tail = int(step.info.get("tail", 0))
         if not 0 <= tail < vector.numel():
             raise InvalidInputError(f"{pid}: a count tail of {tail} does not fit its {vector.numel()} values")
         self.keys.install(keys, call)
-        payload = encrypt_upload(keys.context_of(call, pid), vector, tail=tail, scale=mech.rule_params()["scale"],
-                                 preset=mech.preset, pid=pid)
+        payload = encrypt_upload(keys.context_of(call, pid), vector, tail=tail, preset=mech.preset, pid=pid)
         self.rt.transport.send(Envelope(pid, (SERVER,), step.round, step.tag, payload, stage=Stage.UPLOAD,
                                         form=Form.CIPHERTEXT))
 

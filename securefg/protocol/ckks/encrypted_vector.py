@@ -196,6 +196,16 @@ class EncryptedVector:
             ctx.auto_rescale = previous
         return cls(acc, first._length)
 
+    def times_encrypted(self, factor: EncryptedVector) -> EncryptedVector:
+        """Every value times an encrypted scalar held in *every* slot of ``factor``'s one full-slot
+        chunk (one ciphertext product per chunk: one level). The multiplier stays hidden."""
+        if factor.num_chunks != 1 or factor.chunk_size != self.chunk_size:
+            raise InvalidInputError("the factor must be one full-slot ciphertext holding the scalar in every slot")
+        if _primes_left(self._chunks[0]) != _primes_left(factor._chunks[0]):
+            raise InvalidInputError("cannot multiply ciphertexts at different levels")
+        f = factor._chunks[0]
+        return EncryptedVector([c * f for c in self._chunks], self._length)
+
     def dot(self, other: EncryptedVector) -> EncryptedVector:
         """Encrypted inner product as a length-1 vector with every other slot masked to zero.
 

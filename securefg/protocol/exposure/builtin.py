@@ -141,6 +141,8 @@ def ckks_robust(kind: ExchangeKind, params: Mapping[str, Any]) -> Exposure:
     """The key holder judges inner products and decrypts the kept sum for the server."""
     if kind is K.AGGREGATE:
         return {ROLE_SERVER: AGG, ROLE_KEYHOLDER: AGG, ROLE_CLIENT: Form.KEYS}
+    if kind is K.SHARED_SUM:  # the robust result goes on to every client
+        return {ROLE_SERVER: AGG, ROLE_KEYHOLDER: AGG, ROLE_CLIENT: AGG}
     raise unsupported("ckks_robust", kind)
 
 

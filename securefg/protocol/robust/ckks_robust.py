@@ -5,33 +5,39 @@ inference on 2-client sums). Here nobody but the owner ever sees an update:
 
 1. Keys as ``ckks`` (the server gets Galois keys for inner products). The key holder should be a
    ``keyholder`` party: a stack with this mechanism adds one to the run.
-2. Client ``a`` uploads ``Enc(v_a / s)`` and, apart, ``Enc(t_a)``: its weighted update ``v_a``
-   divided by the public ``scale`` ``s`` (so that inner products fit CKKS's integer headroom) and
-   its count tail ``t_a`` (side counts, then its weight ``w_a``). The server learns sizes only.
+2. Client ``a`` uploads ``Enc(u_a)``, ``Enc(s_a)`` and, apart, ``Enc(t_a)``: its weighted update
+   ``v_a = s_a u_a`` split into a power-of-two ``s_a`` (in every slot of one ciphertext) and
+   ``u_a`` of norm in ``(1/2, 1]`` (so that inner products of any update fit CKKS's integer
+   headroom and stand far above its noise, with no public scale to tune), and its count tail
+   ``t_a`` (side counts, then its weight ``w_a``). The server learns sizes only.
 3. The server draws a secret permutation of the uploaders (pseudonyms), computes every pair's
-   encrypted inner product ``Enc(<v_a, v_b> / s^2)`` (:meth:`EncryptedVector.dot`) in pseudonym
-   order and sends them with the pseudonymous tails to the key holder.
-4. The key holder decrypts the Gram matrix and the tails, divides the Gram by ``w_a w_b`` (the
-   geometry of the unweighted updates), runs the rule (:mod:`.gram_rules`: multi-Krum and/or a
-   norm bound at ``norm_factor`` times the median norm) and returns one coefficient per
-   pseudonym (0: dropped). It keeps what the selected sum must look like.
-5. The server maps the coefficients back to clients, computes ``Enc(sum_a c_a s v_a / s)`` and
-   ``Enc(sum_{c_a > 0} t_a)`` (no rescale: :meth:`EncryptedVector.linear_combination`) and sends
+   encrypted inner product ``Enc(<u_a, u_b>)`` (:meth:`EncryptedVector.dot`) in pseudonym order
+   and sends them with the pseudonymous ``Enc(s_a)`` and tails to the key holder.
+4. The key holder decrypts them, forms the Gram matrix ``G_ab = s_a s_b <u_a, u_b>`` divided by
+   ``w_a w_b`` (the geometry of the unweighted updates), runs the rule (:mod:`.gram_rules`:
+   multi-Krum and/or a norm bound at ``norm_factor`` times the median norm) and returns one
+   coefficient per pseudonym (0: dropped). It keeps what the selected sum must look like.
+5. The server maps the coefficients back to clients, computes ``Enc(sum_a c_a s_a u_a)``
+   (:meth:`EncryptedVector.times_encrypted`, then a linear combination; times ``n / kept`` for an
+   unweighted sum: an estimate of the full sum) and ``Enc(sum over kept of t_a)``, and sends
    them to the key holder.
 6. The key holder decrypts, **checks** that the sum's squared norm equals ``c^T G c`` and its
-   tail the kept tails' sum (an input that overflowed CKKS, or a server that sent another
-   ciphertext, fails: :class:`~securefg.errors.ImplausibleSumError`), floods and releases it.
+   tail the kept tails' sum (an input that overflowed CKKS, a client whose ``s_a`` differs
+   across slots, or a server that sent another ciphertext fails:
+   :class:`~securefg.errors.ImplausibleSumError`), floods and releases it. A malicious client
+   can so make a round abort, not slip into the sum.
 
 **Who learns what** (semi-honest server and key holder, not colluding): the *server* learns the
 robust sum (the exchange's output, with the kept tails' sum) and the coefficient of each client,
 i.e. which clients the rule dropped and, with a norm bound, each clipped client's norm relative to
 the bound. The *key holder* learns the Gram matrix of the pseudonymous updates (norms, pairwise
-distances and angles, not the updates), their count tails (sample counts) and the released sum,
+distances and angles, not the updates), their count tails (sample counts), the powers of two
+``s_a`` (implied by the norms anyway) and the released sum,
 but not which client is which pseudonym. *Clients* learn nothing new. Not protected: a server
 colluding with the key holder decrypts every upload; a malicious key holder can return any
 coefficients (it is trusted for the rule, as a ``ckks`` key holder is for the sum).
 
-The result is ``s * sum_a c_a v_a / s`` with the kept tails summed, so the exchange's division by
+The result is ``sum_a c_a v_a`` with the kept tails summed, so the exchange's division by
 the weight total yields the mean of the kept (and bounded) updates (``returns_sum = False``).
 """
 
@@ -64,12 +70,19 @@ from securefg.protocol.mechanism import ExchangeCall, ExchangeKind, Mechanism, S
 from securefg.protocol.relay.blob_list import pack_blobs, unpack_blobs
 from securefg.protocol.relay.shuffle import secure_permutation
 from securefg.protocol.robust.gram_rules import GRAM_RULES, gram_coefficients
+from securefg.protocol.shared_result import share_sum
 
 NAME = "ckks_robust"
 #: The helper party a stack with this mechanism needs (the key holder, apart from the clients).
 KEYHOLDER = "keyholder"
 #: Relative tolerance of the key holder's check of the released sum against ``c^T G c``.
 SUM_CHECK_RTOL = 1e-3
+#: Absolute CKKS error of one decrypted inner product of unit-norm vectors (rotation noise,
+#: N=8192; measured 2e-6), with a margin.
+NOISE_FLOOR = 1e-5
+#: Largest value a coordinate of an upload may have: the kept sum is decrypted after one
+#: rescale at scale^2, where the preset leaves 2^(headroom - 2); 2^-4 of it for up to 16 clients.
+MAX_ABS_SHIFT = 6
 
 
 class Stage:
@@ -102,56 +115,84 @@ class Expectation:
     coefficients: torch.Tensor
     gram: torch.Tensor
     tail: torch.Tensor
-    scale: float
+    weighted: bool
+    magnitudes: torch.Tensor
 
     @property
     def squared_norm(self) -> float:
-        return float(self.coefficients @ self.gram @ self.coefficients)
+        m = sum_factor(self.coefficients, self.weighted)
+        return float(self.coefficients @ self.gram @ self.coefficients) * m * m
+
+    @property
+    def tolerance(self) -> float:
+        """CKKS error of ``c^T G c`` (each ``<u_a, u_b>`` is off by up to :data:`NOISE_FLOOR`)."""
+        m = sum_factor(self.coefficients, self.weighted)
+        return NOISE_FLOOR * float((self.coefficients * self.magnitudes).sum() * m) ** 2
 
 
 # ====================================================================== client side
-def encrypt_upload(ctx: Any, vector: torch.Tensor, *, tail: int, scale: float, preset: CKKSPreset, pid: str) -> bytes:
-    """Client ``pid``'s upload: ``Enc(values / scale)`` and, if ``tail``, ``Enc(counts)``.
+def split_magnitude(values: torch.Tensor) -> tuple[float, torch.Tensor]:
+    """``(s, u)`` with ``values = s * u``, ``s`` a power of two and ``||u||`` in ``(1/2, 1]`` (``s = 1``
+    for a zero vector)."""
+    norm = float(values.norm())
+    if norm == 0.0:
+        return 1.0, values
+    s = 2.0 ** math.ceil(math.log2(norm))
+    return s, values / s
+
+
+def encrypt_upload(ctx: Any, vector: torch.Tensor, *, tail: int, preset: CKKSPreset, pid: str) -> bytes:
+    """Client ``pid``'s upload: ``Enc(u)``, ``Enc(s)`` in every slot and, if ``tail``, ``Enc(counts)``.
 
     Raises:
-        OverflowRiskError: ``||values / scale||^2`` exceeds what an inner product decrypts
-            correctly at the last level (raise the stack's ``scale``).
+        OverflowRiskError: A value too large for the kept sum to decrypt correctly.
     """
-    values, counts = vector[: vector.numel() - tail], vector[vector.numel() - tail :]
-    u = values.to(torch.float64) / scale
-    bound = 2.0 ** (preset.headroom_bits - 2)
-    sq = float(u @ u)
-    if not sq <= bound:
-        need = math.sqrt(float(values.double() @ values.double()) / bound)
-        raise OverflowRiskError(f"{pid}: squared norm {sq:.3g} of its update / scale exceeds {bound:.3g}, the largest "
-                                f"inner product CKKS preset {preset.name!r} decrypts; set the ckks_robust scale to at "
-                                f"least {need:.3g} (now {scale:g})")
-    blobs = [ctx.encrypt(u).to_bytes()]
+    values, counts = vector[: vector.numel() - tail].to(torch.float64), vector[vector.numel() - tail :]
+    bound = 2.0 ** (preset.headroom_bits - MAX_ABS_SHIFT)
+    top = float(values.abs().max()) if values.numel() else 0.0
+    if not top <= bound:
+        raise OverflowRiskError(f"{pid}: a value of magnitude {top:.3g} exceeds {bound:.3g}, what a ckks_robust sum of "
+                                f"up to 16 such values decrypts correctly at CKKS preset {preset.name!r}")
+    s, u = split_magnitude(values)
+    blobs = [ctx.encrypt(u).to_bytes(), ctx.encrypt(torch.full((preset.slots,), s, dtype=torch.float64)).to_bytes()]
     if tail:
         blobs.append(ctx.encrypt(counts.to(torch.float64)).to_bytes())
     return pack_blobs(blobs)
 
 
-def parse_upload(ctx: Any, payload: bytes, *, length: int, tail: int) -> tuple[EncryptedVector, EncryptedVector | None]:
-    """Server side: the two ciphertexts of one upload, with their lengths checked.
+@dataclass(frozen=True)
+class Upload:
+    """One client's parsed upload (at the server)."""
+
+    unit: EncryptedVector
+    magnitude: EncryptedVector
+    tail: EncryptedVector | None
+
+
+def parse_upload(ctx: Any, payload: bytes, *, length: int, tail: int) -> Upload:
+    """Server side: the parts of one upload, with their lengths checked.
 
     Raises:
         CodecError: Another number of parts or lengths than announced.
     """
-    blobs = unpack_blobs(payload, max_count=2)
-    if len(blobs) != (2 if tail else 1):
-        raise CodecError(f"a ckks_robust upload holds {len(blobs)} part(s), expected {2 if tail else 1}")
-    values = ctx.load(blobs[0], expected_length=length - tail)
-    return values, (ctx.load(blobs[1], expected_length=tail) if tail else None)
+    blobs = unpack_blobs(payload, max_count=3)
+    if len(blobs) != (3 if tail else 2):
+        raise CodecError(f"a ckks_robust upload holds {len(blobs)} part(s), expected {3 if tail else 2}")
+    unit = ctx.load(blobs[0], expected_length=length - tail)
+    magnitude = ctx.load(blobs[1], expected_length=ctx.slots)
+    if magnitude.num_chunks != 1:
+        raise CodecError("a ckks_robust magnitude must be one full-slot ciphertext")
+    return Upload(unit, magnitude, ctx.load(blobs[2], expected_length=tail) if tail else None)
 
 
 # ====================================================================== server side
-def gram_request(values: Sequence[EncryptedVector], tails: Sequence[EncryptedVector | None]) -> bytes:
-    """Every pair's encrypted inner product (upper triangle, row by row, in pseudonym order),
-    then each pseudonym's tail."""
-    n = len(values)
-    blobs = [values[i].dot(values[j]).to_bytes() for i in range(n) for j in range(i, n)]
-    blobs += [t.to_bytes() for t in tails if t is not None]
+def gram_request(uploads: Sequence[Upload]) -> bytes:
+    """Every pair's encrypted inner product of the unit parts (upper triangle, row by row, in
+    pseudonym order), then each pseudonym's magnitude, then its tail."""
+    n = len(uploads)
+    blobs = [uploads[i].unit.dot(uploads[j].unit).to_bytes() for i in range(n) for j in range(i, n)]
+    blobs += [u.magnitude.to_bytes() for u in uploads]
+    blobs += [u.tail.to_bytes() for u in uploads if u.tail is not None]
     return pack_blobs(blobs)
 
 
@@ -169,37 +210,52 @@ def read_coefficients(payload: bytes, n: int) -> torch.Tensor:
     return coeffs
 
 
-def selected_sum(values: Sequence[EncryptedVector], tails: Sequence[EncryptedVector | None],
-                 coefficients: torch.Tensor, scale: float) -> bytes:
-    """``Enc(sum_a c_a s u_a)`` and ``Enc(sum over kept of t_a)`` (no rescale), packed."""
-    kept = [i for i in range(len(values)) if float(coefficients[i]) > 0]
-    blobs = [EncryptedVector.linear_combination([(values[i], float(coefficients[i]) * scale) for i in kept]).to_bytes()]
-    if tails and tails[0] is not None:
-        blobs.append(EncryptedVector.linear_combination([(tails[i], 1.0) for i in kept]).to_bytes())  # type: ignore[misc]
+def sum_factor(coefficients: torch.Tensor, weighted: bool) -> float:
+    """``n / kept`` for an unweighted sum (the kept inputs' sum scaled to all ``n``, an estimate of
+    the full sum, as ``subgroup_robust`` returns), 1 for a weighted one (the exchange divides by
+    the kept weight total)."""
+    kept = int((coefficients > 0).sum())
+    return 1.0 if weighted else coefficients.numel() / kept
+
+
+def selected_sum(uploads: Sequence[Upload], coefficients: torch.Tensor, *, weighted: bool) -> bytes:
+    """``Enc(m sum_a c_a s_a u_a)`` (``m``: :func:`sum_factor`) and ``Enc(sum over kept of t_a)``, packed."""
+    kept = [i for i in range(len(uploads)) if float(coefficients[i]) > 0]
+    m = sum_factor(coefficients, weighted)
+    terms = [(uploads[i].unit.times_encrypted(uploads[i].magnitude), float(coefficients[i]) * m) for i in kept]
+    blobs = [EncryptedVector.linear_combination(terms).to_bytes()]
+    if uploads[0].tail is not None:
+        blobs.append(EncryptedVector.linear_combination([(uploads[i].tail, 1.0) for i in kept]).to_bytes())  # type: ignore[misc]
     return pack_blobs(blobs)
 
 
 # ====================================================================== key-holder side
 def judge(secret: SecretContext, payload: bytes, *, n: int, tail: int, weighted: bool, rule: str, trim: float,
-          norm_factor: float, scale: float) -> tuple[bytes, Expectation]:
-    """Decrypt the Gram matrix and tails, run the rule; return the coefficients and what to check.
+          norm_factor: float) -> tuple[bytes, Expectation]:
+    """Decrypt the inner products, magnitudes and tails, run the rule; return the coefficients and
+    what to check.
 
     Raises:
-        CodecError: Not ``n (n + 1) / 2`` products (and ``n`` tails).
-        InvalidInputError: A Gram matrix no real vectors have (:func:`.gram_rules.check_gram`).
+        CodecError: Not ``n (n + 1) / 2`` products, ``n`` magnitudes (and ``n`` tails).
+        InvalidInputError: Inner products no real vectors have (:func:`check_unit_gram`), or a
+            magnitude that is not one power of two in every slot.
     """
     pairs = n * (n + 1) // 2
-    blobs = unpack_blobs(payload, max_count=pairs + n)
-    if len(blobs) != pairs + (n if tail else 0):
-        raise CodecError(f"the robust request holds {len(blobs)} ciphertexts, expected {pairs + (n if tail else 0)}")
-    gram = torch.zeros(n, n, dtype=torch.float64)
+    want = pairs + n + (n if tail else 0)
+    blobs = unpack_blobs(payload, max_count=pairs + 2 * n)
+    if len(blobs) != want:
+        raise CodecError(f"the robust request holds {len(blobs)} ciphertexts, expected {want}")
+    unit = torch.zeros(n, n, dtype=torch.float64)
     k = 0
     for i in range(n):
         for j in range(i, n):
-            gram[i, j] = gram[j, i] = float(secret.decrypt(secret.load(blobs[k], expected_length=1))[0])
+            unit[i, j] = unit[j, i] = float(secret.decrypt(secret.load(blobs[k], expected_length=1))[0])
             k += 1
-    gram = gram * scale * scale
-    tails = (torch.stack([secret.decrypt(secret.load(b, expected_length=tail)) for b in blobs[pairs:]])
+    check_unit_gram(unit)
+    mags = torch.tensor([read_magnitude(secret.decrypt(secret.load(b))) for b in blobs[pairs : pairs + n]],
+                        dtype=torch.float64)
+    gram = unit * mags.unsqueeze(0) * mags.unsqueeze(1)
+    tails = (torch.stack([secret.decrypt(secret.load(b, expected_length=tail)) for b in blobs[pairs + n :]])
              if tail else torch.zeros(n, 0, dtype=torch.float64))
     w = tails[:, -1] if (tail and weighted) else torch.ones(n, dtype=torch.float64)
     live = w > 0
@@ -211,7 +267,40 @@ def judge(secret: SecretContext, payload: bytes, *, n: int, tail: int, weighted:
         coeffs[idx] = gram_coefficients(unweighted, rule=rule, trim=trim, norm_factor=norm_factor)
     keep = coeffs > 0
     expected_tail = tails[keep].sum(0) if tail else torch.zeros(0, dtype=torch.float64)
-    return encode_tensor(coeffs), Expectation(coeffs, gram, expected_tail, scale)
+    return encode_tensor(coeffs), Expectation(coeffs, gram, expected_tail, bool(tail and weighted), mags)
+
+
+def read_magnitude(slots: torch.Tensor) -> float:
+    """The power of two every slot of a decrypted magnitude holds.
+
+    Raises:
+        InvalidInputError: Slots that differ, or a value that is not a positive power of two.
+    """
+    s = float(slots.mean())
+    if not (s > 0 and math.isfinite(s)) or float((slots - s).abs().max()) > 1e-6 * s:
+        raise InvalidInputError("a ckks_robust magnitude is not one positive value in every slot")
+    exp = round(math.log2(s))
+    if abs(s - 2.0**exp) > 1e-6 * s:
+        raise InvalidInputError(f"a ckks_robust magnitude {s:.6g} is not a power of two")
+    return 2.0**exp
+
+
+def check_unit_gram(unit: torch.Tensor) -> None:
+    """Refuse inner products no vectors of norm at most 1 have: NaN, a squared norm outside
+    ``[0, 1]`` or an inner product above 1 in magnitude, beyond CKKS noise (an upload that
+    overflowed CKKS, or a request the server tampered with).
+
+    Raises:
+        InvalidInputError: Naming the problem.
+    """
+    if not bool(torch.isfinite(unit).all()):
+        raise InvalidInputError("the decrypted inner products hold NaN or Inf")
+    diag = torch.diagonal(unit)
+    if float(diag.min()) < -NOISE_FLOOR or float(diag.max()) > 1 + NOISE_FLOOR:
+        raise InvalidInputError("an upload's unit part has a squared norm outside [0, 1]: it was not split as "
+                                "ckks_robust splits it, or the server tampered with the request")
+    if float(unit.abs().max()) > 1 + NOISE_FLOOR:
+        raise InvalidInputError("an inner product of two unit parts exceeds 1: the request was tampered with")
 
 
 def release_checked_sum(secret: SecretContext, payload: bytes, expect: Expectation, noise: OutputNoise, *,
@@ -226,9 +315,7 @@ def release_checked_sum(secret: SecretContext, payload: bytes, expect: Expectati
         raise CodecError(f"the robust sum holds {len(blobs)} part(s), expected {2 if tail else 1}")
     values = secret.decrypt(secret.load(blobs[0], expected_length=length - tail))
     got, want = float(values @ values), expect.squared_norm
-    # CKKS error of each decrypted inner product is about 2^-20 in units of scale^2 (last level)
-    atol = float(expect.coefficients.sum()) ** 2 * expect.scale**2 * 2.0**-16
-    if not abs(got - want) <= SUM_CHECK_RTOL * abs(want) + atol:
+    if not abs(got - want) <= SUM_CHECK_RTOL * abs(want) + expect.tolerance:
         raise ImplausibleSumError(f"the robust sum's squared norm {got:.6g} is not the {want:.6g} of the kept inputs: "
                                   "an input overflowed CKKS or the server sent another ciphertext")
     counts = secret.decrypt(secret.load(blobs[1], expected_length=tail)) if tail else torch.zeros(0, dtype=torch.float64)
@@ -249,21 +336,19 @@ class CKKSRobust(Mechanism):
         trim (float): Share of inputs multi-Krum drops (at most a minority). (default: ``0.2``)
         norm_factor (float): Inputs are scaled to at most this times the kept inputs' median norm;
             ``0`` disables the bound. (default: ``0.0``)
-        scale (float): Public divisor of every upload, so inner products fit CKKS's integer
-            headroom (``||v / scale||^2 < 2^18`` at the presets). (default: ``64.0``)
         output_noise, flood_std, round_bits: As ``ckks``: what the key holder adds to the sum.
 
     Raises:
         ImplausibleSumError: The key holder's check of the selected sum fails.
-        OverflowRiskError: A client's update is too large for ``scale``.
+        OverflowRiskError: A client's update holds a value too large for the sum to decrypt.
     """
 
     name = NAME
-    exchanges = frozenset({ExchangeKind.AGGREGATE})
+    exchanges = frozenset({ExchangeKind.AGGREGATE, ExchangeKind.SHARED_SUM})
     returns_sum = False
     defaults: ClassVar[Mapping[str, Any]] = {
         **CKKS_KEY_DEFAULTS, "output_noise": "flood", "flood_std": 2.0**-20, "round_bits": 20,
-        "rule": "krum", "trim": 0.2, "norm_factor": 0.0, "scale": 64.0,
+        "rule": "krum", "trim": 0.2, "norm_factor": 0.0,
     }
     protects = ("ciphertext: the server sees CKKS ciphertexts, the robust sum and which clients the rule kept; "
                 "the key holder sees the pseudonymous updates' inner products")
@@ -285,10 +370,10 @@ class CKKSRobust(Mechanism):
         problems += OutputNoise.problems(p["output_noise"], p["flood_std"], p["round_bits"])
         if p["rule"] not in GRAM_RULES:
             problems.append(f"rule must be one of {list(GRAM_RULES)}, got {p['rule']!r}")
-        for key, lo, hi in (("trim", 0.0, 0.5), ("norm_factor", 0.0, math.inf), ("scale", 0.0, math.inf)):
+        for key, lo, hi in (("trim", 0.0, 0.5), ("norm_factor", 0.0, math.inf)):
             v = p[key]
-            if not isinstance(v, (int, float)) or isinstance(v, bool) or not lo <= v < hi or (key == "scale" and v <= 0):
-                problems.append(f"{key} must be a number in [{lo}, {hi}){' and > 0' if key == 'scale' else ''}, got {v!r}")
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not lo <= v < hi:
+                problems.append(f"{key} must be a number in [{lo}, {hi}), got {v!r}")
         if p["rule"] == "norm" and isinstance(p["norm_factor"], (int, float)) and p["norm_factor"] <= 0:
             problems.append("rule 'norm' needs norm_factor > 0 (otherwise nothing is bounded)")
         return problems
@@ -300,7 +385,7 @@ class CKKSRobust(Mechanism):
 
     def rule_params(self) -> dict[str, Any]:
         return {"rule": str(self.params["rule"]), "trim": float(self.params["trim"]),
-                "norm_factor": float(self.params["norm_factor"]), "scale": float(self.params["scale"])}
+                "norm_factor": float(self.params["norm_factor"])}
 
     def run_aggregate(self, call: ExchangeCall, inputs: Mapping[str, torch.Tensor]) -> SumOutcome:
         """The six steps above, each party's part acting as that party."""
@@ -309,13 +394,13 @@ class CKKSRobust(Mechanism):
         if not senders:
             raise InvalidInputError(f"no client uploaded anything for {call.tag!r}")
         holder = self.keys.ensure(call, encryptors=senders, decryptors=(), galois=True)
-        length, tail, scale = int(next(iter(inputs.values())).numel()), int(call.count_tail), float(self.params["scale"])
+        length, tail = int(next(iter(inputs.values())).numel()), int(call.count_tail)
 
         # --- each client: encrypt and upload; the server parses
         server_ctx = self.keys.context_of(call, call.server)
-        parsed: dict[str, tuple[EncryptedVector, EncryptedVector | None]] = {}
+        parsed: dict[str, Upload] = {}
         for pid in senders:
-            payload = encrypt_upload(self.keys.context_of(call, pid), inputs[pid].reshape(-1), tail=tail, scale=scale,
+            payload = encrypt_upload(self.keys.context_of(call, pid), inputs[pid].reshape(-1), tail=tail,
                                      preset=self.preset, pid=pid)
             call.transport.send(Envelope(pid, (call.server,), call.round, call.tag, payload, stage=Stage.UPLOAD,
                                          form=Form.CIPHERTEXT))
@@ -323,10 +408,10 @@ class CKKSRobust(Mechanism):
                                                  stage=Stage.UPLOAD).values()
             parsed[pid] = parse_upload(server_ctx, env.payload, length=length, tail=tail)
         order = [senders[k] for k in secure_permutation(len(senders))]  # pseudonym k -> client
+        uploads = [parsed[p] for p in order]
 
         # --- server: the Gram request in pseudonym order
-        call.transport.send(Envelope(call.server, (holder,), call.round, call.tag,
-                                     gram_request([parsed[p][0] for p in order], [parsed[p][1] for p in order]),
+        call.transport.send(Envelope(call.server, (holder,), call.round, call.tag, gram_request(uploads),
                                      stage=Stage.GRAM_REQUEST, form=Form.CIPHERTEXT))
         # --- key holder: judge
         (req,) = call.transport.receive_from(holder, [call.server], tag=call.tag, round=call.round,
@@ -339,8 +424,7 @@ class CKKSRobust(Mechanism):
                                              stage=Stage.GRAM_RESULT).values()
         coeffs = read_coefficients(res.payload, len(order))
         call.transport.send(Envelope(call.server, (holder,), call.round, call.tag,
-                                     selected_sum([parsed[p][0] for p in order], [parsed[p][1] for p in order], coeffs,
-                                                  scale),
+                                     selected_sum(uploads, coeffs, weighted=bool(tail and call.weighted)),
                                      stage=Stage.SUM_REQUEST, form=Form.CIPHERTEXT))
         # --- key holder: check, flood, release
         (req,) = call.transport.receive_from(holder, [call.server], tag=call.tag, round=call.round,
@@ -355,6 +439,11 @@ class CKKSRobust(Mechanism):
         release = record_release(call.state_of(call.server, NAME), call.tag, call.round,
                                  {p: float(coeffs[k]) for k, p in enumerate(order)})
         return SumOutcome(total, release.kept)
+
+    def run_shared_sum(self, call: ExchangeCall, inputs: Mapping[str, torch.Tensor]) -> dict[str, SumOutcome]:
+        """The robust aggregate, sent on to every client (``Form.AGGREGATE``): the server reads it,
+        so a tag that was server-blind (``blind_sum``) gives that up under this mechanism."""
+        return share_sum(call, inputs, self.run_aggregate(call, inputs), form=Form.AGGREGATE)
 
 
 def record_release(state: dict[str, Any], tag: str, round: int, coefficients: Mapping[str, float]) -> JudgedRelease:

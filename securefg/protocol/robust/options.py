@@ -4,9 +4,10 @@ The options are the stack's, not the method's: they rebind each tag the method d
 ``ROBUST_TAGS`` (its model-update aggregate). ``median``, ``trimmed``, ``norm`` and ``closest``
 bind it to ``subgroup_robust``, keeping the tag's own mechanism, parameters and transforms as the
 per-subgroup sum; the derived stack is named ``<stack>+robust-<rule>-k<k>``. ``krum`` binds each
-``aggregate`` tag among them to ``ckks_robust`` instead (the updates are CKKS-encrypted and a key
+of them to ``ckks_robust`` instead (the updates are CKKS-encrypted and a key
 holder runs multi-Krum on their inner products; the tag's transforms are kept), named
-``<stack>+robust-krum``; a ``shared_sum`` tag keeps its mechanism. Every report says which stack ran.
+``<stack>+robust-krum``; a ``shared_sum`` tag's robust result is then read by the server and sent
+on to the clients (as under ``subgroup_robust``). Every report says which stack ran.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from securefg.errors import ConfigError
-from securefg.protocol.mechanism import ExchangeKind, mechanism_class
+from securefg.protocol.mechanism import mechanism_class
 from securefg.protocol.robust.ckks_robust import NAME as CKKS_ROBUST
 from securefg.protocol.robust.mechanism import NAME
 from securefg.protocol.robust.rules import RULES
@@ -83,7 +84,8 @@ def krum_stack(stack: ProtocolStack, tags: tuple[str, ...], *, trim: float = 0.2
     desc_text = (f"{stack.description.strip()}\n\nRobust option: {list(tags)} CKKS-encrypted; a 'keyholder' party "
                  f"decrypts only their pairwise inner products, drops the updates multi-Krum flags (trim {trim}) and "
                  "the server sums the kept ciphertexts (ckks_robust): the server learns the robust mean and which "
-                 "clients were dropped.")
+                 "clients were dropped (also for tags that were server-blind: a shared sum's robust result is "
+                 "read by the server and sent on to the clients).")
     unsafe = {"unsafe": stack.unsafe} if stack.unsafe is not None else {}
     return ProtocolStack.from_dict({"name": f"{stack.name}+robust-krum", "description": desc_text, "tags": bindings,
                                     **unsafe}, source=f"{stack.source} + --option robust=krum")
@@ -114,12 +116,10 @@ def apply_robust_option(stack: ProtocolStack, method_cls: Any, options: Mapping[
     except (TypeError, ValueError):
         raise ConfigError(f"robust_k must be an integer and robust_trim, robust_norm numbers, got "
                           f"{opts['robust_k']!r}, {opts['robust_trim']!r}, {opts['robust_norm']!r}") from None
-    if rule == "krum":  # aggregate tags only: ckks_robust carries no shared_sum
-        kinds = getattr(method_cls, "TAGS", {})
-        agg = tuple(t for t in tags if kinds.get(t, ExchangeKind.AGGREGATE) is ExchangeKind.AGGREGATE)
+    if rule == "krum":
         if "robust_k" in robust:
             raise ConfigError("robust_k sets subgroup sizes; --option robust=krum judges every client's update")
-        return krum_stack(stack, agg, trim=trim, norm_factor=nf if "robust_norm" in robust else 0.0)
+        return krum_stack(stack, tags, trim=trim, norm_factor=nf if "robust_norm" in robust else 0.0)
     return robust_stack(stack, tags, rule=rule, k=k, trim=trim, norm_factor=nf)
 
 

@@ -7,8 +7,15 @@ from typing import Any
 import pytest
 import torch
 
-from securefg.errors import CodecError, ConfigError, ImplausibleSumError, OverflowRiskError, ProtocolError
-from securefg.federation.codec import encode_tensor
+from securefg.errors import (
+    CodecError,
+    ConfigError,
+    ImplausibleSumError,
+    InvalidInputError,
+    OverflowRiskError,
+    ProtocolError,
+)
+from securefg.federation.codec import TensorSpec, decode_tensor, encode_tensor
 from securefg.federation.envelope import Form
 from securefg.protocol.ckks.output_noise import OutputNoise
 from securefg.protocol.ckks.presets import resolve_preset
@@ -17,13 +24,16 @@ from securefg.protocol.relay.blob_list import pack_blobs
 from securefg.protocol.robust.ckks_robust import (
     NAME,
     Stage,
+    Upload,
     encrypt_upload,
     gram_request,
     judge,
     parse_upload,
     read_coefficients,
+    read_magnitude,
     release_checked_sum,
     selected_sum,
+    split_magnitude,
 )
 from securefg.protocol.stack import ProtocolStack
 from tests.protocol.federation_fixture import build_federation
@@ -74,36 +84,55 @@ def test_the_server_and_the_key_holder_see_ciphertexts_and_released_results_only
     assert not any(r.sender.startswith("client/") and r.receiver == "keyholder" for r in recs)
 
 
-def test_a_sum_key_holder_did_not_expect_is_refused() -> None:
-    """A server that sends one client's ciphertext (or a tampered sum) instead of the kept sum."""
+def _judged(n: int = 5, seed: int = 2) -> tuple[Any, list[Upload], Any, torch.Tensor, OutputNoise]:
     preset = resolve_preset({"preset": "default"})
     secret = SecretContext.generate(preset)
     server = secret.public_context(galois=True)
-    g = torch.Generator().manual_seed(2)
-    vecs = [torch.randn(300, generator=g, dtype=torch.float64) for _ in range(5)]
-    ups = [parse_upload(server, encrypt_upload(server, torch.cat([v, torch.ones(1)]), tail=1, scale=4.0, preset=preset,
+    g = torch.Generator().manual_seed(seed)
+    vecs = [torch.randn(300, generator=g, dtype=torch.float64) * 10.0 ** (k - 2) for k in range(n)]  # norms 0.17 .. 1700
+    ups = [parse_upload(server, encrypt_upload(server, torch.cat([v, torch.ones(1)]), tail=1, preset=preset,
                                                pid=f"client/{k}"), length=301, tail=1) for k, v in enumerate(vecs)]
-    values, tails = [u[0] for u in ups], [u[1] for u in ups]
-    reply, expect = judge(secret, gram_request(values, tails), n=5, tail=1, weighted=True, rule="krum", trim=0.2,
-                          norm_factor=0.0, scale=4.0)
-    coeffs = read_coefficients(reply, 5)
-    noise = OutputNoise("none", flood_std=2.0**-20, round_bits=20)
-    honest = release_checked_sum(secret, selected_sum(values, tails, coeffs, 4.0), expect, noise, length=301, tail=1)
-    assert honest
-    one = pack_blobs([values[0].to_bytes(), tails[0].to_bytes()])  # type: ignore[union-attr]
+    reply, expect = judge(secret, gram_request(ups), n=n, tail=1, weighted=True, rule="norm", trim=0.2, norm_factor=1e9)
+    return secret, ups, expect, read_coefficients(reply, n), OutputNoise("none", flood_std=2.0**-20, round_bits=20)
+
+
+def test_updates_of_any_magnitude_give_the_exact_gram_matrix_and_sum() -> None:
+    """Each upload carries its own power of two: norms over four orders of magnitude, no scale to tune."""
+    secret, ups, expect, coeffs, noise = _judged()
+    assert torch.equal(coeffs, torch.ones(5, dtype=torch.float64))
+    out = decode_tensor(release_checked_sum(secret, selected_sum(ups, coeffs, weighted=True), expect, noise, length=301,
+                                            tail=1), spec=TensorSpec({"x": (torch.float64, (301,))}))
+    g = torch.Generator().manual_seed(2)
+    want = sum(torch.randn(300, generator=g, dtype=torch.float64) * 10.0 ** (k - 2) for k in range(5))
+    # CKKS error relative to the largest update's norm (1700 here): about 1e-7
+    assert float((out[:300] - want).abs().max()) < 1e-6 * 1700 and float(out[300]) == pytest.approx(5.0)
+
+
+def test_a_sum_the_key_holder_did_not_expect_is_refused() -> None:
+    """A server that sends one client's ciphertext (or a tampered sum) instead of the kept sum."""
+    secret, ups, expect, _, noise = _judged()
+    one = pack_blobs([ups[4].unit.times_encrypted(ups[4].magnitude).to_bytes(), ups[4].tail.to_bytes()])  # type: ignore[union-attr]
     with pytest.raises(ImplausibleSumError, match="squared norm"):
         release_checked_sum(secret, one, expect, noise, length=301, tail=1)
     with pytest.raises(CodecError):
-        judge(secret, gram_request(values[:4], tails[:4]), n=5, tail=1, weighted=True, rule="krum", trim=0.2,
-              norm_factor=0.0, scale=4.0)
+        judge(secret, gram_request(ups[:4]), n=5, tail=1, weighted=True, rule="krum", trim=0.2, norm_factor=0.0)
 
 
-def test_an_update_too_large_for_the_scale_is_refused_naming_the_scale_to_use() -> None:
+def test_a_magnitude_that_is_not_one_power_of_two_is_refused() -> None:
+    assert read_magnitude(torch.full((8,), 4.0)) == 4.0
+    for bad in (torch.full((8,), 3.0), torch.tensor([4.0, 4.0, 8.0, 4.0]), torch.full((8,), -2.0)):
+        with pytest.raises(InvalidInputError):
+            read_magnitude(bad)
+    assert split_magnitude(torch.zeros(3))[0] == 1.0
+    s, u = split_magnitude(torch.full((4,), 3.0))
+    assert s == 8.0 and 0.5 < float(u.norm()) <= 1.0
+
+
+def test_a_value_too_large_for_the_sum_is_refused() -> None:
     preset = resolve_preset({"preset": "default"})
     secret = SecretContext.generate(preset)
-    big = torch.full((100,), 1e4, dtype=torch.float64)
-    with pytest.raises(OverflowRiskError, match="set the ckks_robust scale to at least"):
-        encrypt_upload(secret, big, tail=0, scale=64.0, preset=preset, pid="client/0")
+    with pytest.raises(OverflowRiskError, match="exceeds"):
+        encrypt_upload(secret, torch.full((100,), 1e6, dtype=torch.float64), tail=0, preset=preset, pid="client/0")
 
 
 @pytest.mark.parametrize("payload", [encode_tensor(torch.tensor([1.0, 2.0, 0.0])), encode_tensor(torch.zeros(3)),
@@ -115,7 +144,6 @@ def test_bad_coefficients_from_the_key_holder_are_refused(payload: bytes) -> Non
 
 @pytest.mark.parametrize(("params", "match"), [({"rule": "median"}, "rule must be one of"),
                                                ({"rule": "norm"}, "needs norm_factor > 0"),
-                                               ({"scale": 0.0}, "scale must be"),
                                                ({"trim": 0.5}, "trim must be"),
                                                ({"key_holder": "server"}, "cannot be the server")])
 def test_bad_parameters_are_refused(params: dict[str, Any], match: str) -> None:
@@ -139,7 +167,19 @@ def test_the_krum_option_binds_the_update_aggregates_to_ckks_robust() -> None:
     assert stack.binding_for("fedavg/metrics").mechanism == "secure_sum"
     fs = apply_robust_option(ProtocolStack.load("fedstruct_secure"), method_class("fedstruct"), {"robust": "krum"})
     assert fs.binding_for("fedstruct/update").mechanism == NAME
-    assert fs.binding_for("fedstruct/nsf_grad").mechanism == "blind_sum"  # a shared_sum keeps its mechanism
+    assert fs.binding_for("fedstruct/nsf_grad").mechanism == NAME  # the server now reads the robust ∇S sum
     with pytest.raises(ConfigError, match="robust_k"):
         apply_robust_option(ProtocolStack.load("fedavg_secure_sum"), method_class("fedavg"),
                             {"robust": "krum", "robust_k": 2})
+
+
+def test_a_shared_sum_sends_every_client_the_robust_aggregate() -> None:
+    fed = build_federation(6, {"fedstruct/nsf_grad": {"mechanism": NAME, "params": {}}}, extra=["keyholder"])
+    xs = honest_and_flipped(fed.clients, seed=3)
+    got = fed.exchange.shared_sum("fedstruct/nsf_grad", xs)
+    rel = fed.parties["server"].state[f"mech/{NAME}"]["released"][("fedstruct/nsf_grad", fed.exchange.round)]
+    assert rel.coefficients["client/4"] == 0 and len(rel.kept) == 4
+    values = [v["w"] for v in got.values()]
+    assert len(values) == 6 and all(torch.equal(values[0], v) for v in values)
+    # an unweighted sum: the kept inputs' sum scaled to all six (an estimate of the full sum)
+    assert torch.allclose(values[0], sum(xs[c]["w"] for c in rel.kept) * 6 / 4, atol=1e-4)
