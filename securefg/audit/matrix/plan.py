@@ -16,6 +16,9 @@ from typing import Any
 THREAT_MODELS = ("curious_server", "curious_clients", "malicious_client")
 
 ROBUST = {"robust": "closest", "robust_k": 2, "robust_norm": 0}
+#: The robust aggregate the server cannot read behind: CKKS updates, multi-Krum at a key holder.
+KRUM = {"robust": "krum"}
+ROBUST_ROWS = {"robust=closest": ROBUST, "robust=krum": KRUM}
 
 
 @dataclass(frozen=True)
@@ -59,14 +62,15 @@ class MethodPlan:
     method: str
     label: str
     run: dict[str, Any]
-    robust_rounds: int | None = None  # add a robust=closest row for the malicious client
+    robust_rounds: int | None = None  # add the robust option rows (ROBUST_ROWS) for the malicious client
+    robust_rows: tuple[str, ...] = ("robust=closest",)
 
 
 FULL: tuple[MethodPlan, ...] = (
     # 100 rounds: from round ~10 to ~55 FedAvg's global model on Cora METIS predicts one class, so
     # a poisoning "accuracy drop" measured there compares constant predictors (docs/robust.md)
     MethodPlan("fedavg", "FedAvg", {"dataset": "Cora", "partition": "metis", "clients": 10, "rounds": 100, "seed": 0},
-               robust_rounds=100),
+               robust_rounds=100, robust_rows=("robust=closest", "robust=krum")),
     MethodPlan("fedpub", "FED-PUB", {"dataset": "Cora", "partition": "metis", "clients": 10, "rounds": 10, "seed": 42,
                                      "data_seed": 1234}),
     MethodPlan("fedsheafhn", "FedSheafHN", {"dataset": "Cora", "partition": "metis", "clients": 10, "rounds": 20,
@@ -81,7 +85,8 @@ FULL: tuple[MethodPlan, ...] = (
 
 _QUICK_NODE = {"dataset": "csbm", "clients": 3, "rounds": 2, "hidden": 8, "seed": 0}
 QUICK: tuple[MethodPlan, ...] = (
-    MethodPlan("fedavg", "FedAvg", {**_QUICK_NODE, "partition": "metis"}, robust_rounds=2),
+    MethodPlan("fedavg", "FedAvg", {**_QUICK_NODE, "partition": "metis"}, robust_rounds=2,
+               robust_rows=("robust=closest", "robust=krum")),
     MethodPlan("fedpub", "FED-PUB", {**_QUICK_NODE, "partition": "metis"}),
     MethodPlan("fedsheafhn", "FedSheafHN", {**_QUICK_NODE, "partition": "metis"}),
     MethodPlan("fedstruct", "FedStruct-B", {**_QUICK_NODE, "partition": "random",
@@ -104,8 +109,9 @@ def cells(plans: tuple[MethodPlan, ...], *, methods: tuple[str, ...] | None = No
         for tm in threat_models:
             out.append(MatrixCell(p.method, p.label, tm, dict(p.run)))
             if tm == "malicious_client" and p.robust_rounds is not None:
-                run = {**p.run, "rounds": p.robust_rounds, "options": {**p.run.get("options", {}), **ROBUST}}
-                out.append(MatrixCell(p.method, p.label, tm, run, row="robust=closest"))
+                for name in p.robust_rows:
+                    run = {**p.run, "rounds": p.robust_rounds, "options": {**p.run.get("options", {}), **ROBUST_ROWS[name]}}
+                    out.append(MatrixCell(p.method, p.label, tm, run, row=name))
     return out
 
 
@@ -118,4 +124,4 @@ def with_run(cell: MatrixCell, **changes: Any) -> MatrixCell:
     return replace(cell, run=run)
 
 
-__all__ = ["FULL", "QUICK", "ROBUST", "THREAT_MODELS", "MatrixCell", "MethodPlan", "cells", "with_run"]
+__all__ = ["FULL", "KRUM", "QUICK", "ROBUST", "ROBUST_ROWS", "THREAT_MODELS", "MatrixCell", "MethodPlan", "cells", "with_run"]

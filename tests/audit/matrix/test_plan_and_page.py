@@ -24,16 +24,19 @@ def test_every_message_exchanging_method_meets_every_threat_model_with_robust_ro
         for m in methods:
             assert {c.threat_model for c in got if c.method == m} == set(THREAT_MODELS)
         robust = [c for c in got if c.row != "default"]
-        assert robust and all(c.threat_model == "malicious_client" and c.run["options"]["robust"] == "closest"
+        assert robust and all(c.threat_model == "malicious_client" and c.run["options"]["robust"] in ("closest", "krum")
                               for c in robust)
+        assert {c.row for c in robust if c.method == "fedavg"} == {"robust=closest", "robust=krum"}
         assert len({c.key for c in got}) == len(got)  # one folder per cell
 
 
 def test_the_fedavg_robust_row_is_the_documented_robust_audit() -> None:
-    row = next(c for c in cells(FULL) if c.method == "fedavg" and c.row != "default")
+    row = next(c for c in cells(FULL) if c.method == "fedavg" and c.row == "robust=closest")
     assert row.command() == ("securefg audit --threat-model malicious_client --method fedavg --dataset Cora "
                              "--partition metis --clients 10 --rounds 100 --seed 0 --option robust=closest "
                              "--option robust_k=2 --option robust_norm=0 --out DIR")
+    krum = next(c for c in cells(FULL) if c.method == "fedavg" and c.row == "robust=krum")
+    assert krum.command().endswith("--rounds 100 --seed 0 --option robust=krum --out DIR") and krum.key != row.key
 
 
 @pytest.mark.parametrize("argv, expected", [
