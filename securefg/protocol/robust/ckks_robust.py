@@ -22,10 +22,11 @@ inference on 2-client sums). Here nobody but the owner ever sees an update:
    unweighted sum: an estimate of the full sum) and ``Enc(sum over kept of t_a)``, and sends
    them to the key holder.
 6. The key holder decrypts, **checks** that the sum's squared norm equals ``c^T G c`` and its
-   tail the kept tails' sum (an input that overflowed CKKS, a client whose ``s_a`` differs
-   across slots, or a server that sent another ciphertext fails:
-   :class:`~securefg.errors.ImplausibleSumError`), floods and releases it. A malicious client
-   can so make a round abort, not slip into the sum.
+   tail the kept tails' sum (an input that overflowed CKKS, or a server that sent another
+   ciphertext, fails: :class:`~securefg.errors.ImplausibleSumError`), floods and releases it.
+   An upload not split as above (its magnitude not one power of two in every slot, or its unit
+   part's squared norm outside ``[0, 1]``) is dropped in step 4; one crafted to overflow CKKS
+   can make a round abort, not slip into the sum.
 
 **Who learns what** (semi-honest server and key holder, not colluding): the *server* learns the
 robust sum (the exchange's output, with the kept tails' sum) and the coefficient of each client,
@@ -237,8 +238,9 @@ def judge(secret: SecretContext, payload: bytes, *, n: int, tail: int, weighted:
 
     Raises:
         CodecError: Not ``n (n + 1) / 2`` products, ``n`` magnitudes (and ``n`` tails).
-        InvalidInputError: Inner products no real vectors have (:func:`check_unit_gram`), or a
-            magnitude that is not one power of two in every slot.
+        InvalidInputError: Inner products no real vectors have among the well-formed uploads
+            (:func:`check_unit_gram`). An upload whose magnitude is not one power of two in every
+            slot, or whose unit part's squared norm lies outside ``[0, 1]``, gets coefficient 0.
     """
     pairs = n * (n + 1) // 2
     want = pairs + n + (n if tail else 0)
@@ -251,14 +253,16 @@ def judge(secret: SecretContext, payload: bytes, *, n: int, tail: int, weighted:
         for j in range(i, n):
             unit[i, j] = unit[j, i] = float(secret.decrypt(secret.load(blobs[k], expected_length=1))[0])
             k += 1
-    check_unit_gram(unit)
-    mags = torch.tensor([read_magnitude(secret.decrypt(secret.load(b))) for b in blobs[pairs : pairs + n]],
+    mags = torch.tensor([_magnitude_or_zero(secret.decrypt(secret.load(b))) for b in blobs[pairs : pairs + n]],
                         dtype=torch.float64)
+    diag = torch.diagonal(unit)
+    valid = (mags > 0) & (diag >= -NOISE_FLOOR) & (diag <= 1 + NOISE_FLOOR)  # split as the protocol splits
+    check_unit_gram(unit[valid][:, valid])
     gram = unit * mags.unsqueeze(0) * mags.unsqueeze(1)
     tails = (torch.stack([secret.decrypt(secret.load(b, expected_length=tail)) for b in blobs[pairs + n :]])
              if tail else torch.zeros(n, 0, dtype=torch.float64))
     w = tails[:, -1] if (tail and weighted) else torch.ones(n, dtype=torch.float64)
-    live = w > 0
+    live = (w > 0) & valid  # an upload not split as the protocol splits it is dropped, not trusted
     coeffs = torch.zeros(n, dtype=torch.float64)
     if bool(live.any()):
         idx = live.nonzero().flatten()
@@ -268,6 +272,13 @@ def judge(secret: SecretContext, payload: bytes, *, n: int, tail: int, weighted:
     keep = coeffs > 0
     expected_tail = tails[keep].sum(0) if tail else torch.zeros(0, dtype=torch.float64)
     return encode_tensor(coeffs), Expectation(coeffs, gram, expected_tail, bool(tail and weighted), mags)
+
+
+def _magnitude_or_zero(slots: torch.Tensor) -> float:
+    try:
+        return read_magnitude(slots)
+    except InvalidInputError:
+        return 0.0
 
 
 def read_magnitude(slots: torch.Tensor) -> float:
@@ -287,8 +298,9 @@ def read_magnitude(slots: torch.Tensor) -> float:
 
 def check_unit_gram(unit: torch.Tensor) -> None:
     """Refuse inner products no vectors of norm at most 1 have: NaN, a squared norm outside
-    ``[0, 1]`` or an inner product above 1 in magnitude, beyond CKKS noise (an upload that
-    overflowed CKKS, or a request the server tampered with).
+    ``[0, 1]`` or an inner product above 1 in magnitude, beyond CKKS noise. :func:`judge` first
+    drops the uploads whose own squared norm or magnitude is off (a client's doing); what is
+    left can only come from a request the server tampered with.
 
     Raises:
         InvalidInputError: Naming the problem.

@@ -183,3 +183,21 @@ def test_a_shared_sum_sends_every_client_the_robust_aggregate() -> None:
     assert len(values) == 6 and all(torch.equal(values[0], v) for v in values)
     # an unweighted sum: the kept inputs' sum scaled to all six (an estimate of the full sum)
     assert torch.allclose(values[0], sum(xs[c]["w"] for c in rel.kept) * 6 / 4, atol=1e-4)
+
+
+def test_an_upload_not_split_as_the_protocol_splits_it_is_dropped_not_trusted() -> None:
+    """A malicious client that sends its boosted update as the 'unit' part with magnitude 1."""
+    preset = resolve_preset({"preset": "default"})
+    secret = SecretContext.generate(preset)
+    server = secret.public_context(galois=True)
+    g = torch.Generator().manual_seed(4)
+    base = torch.randn(200, generator=g, dtype=torch.float64)
+    vecs = [base + 0.1 * torch.randn(200, generator=g, dtype=torch.float64) for _ in range(6)]
+    ups = [parse_upload(server, encrypt_upload(server, v, tail=0, preset=preset, pid=f"client/{k}"), length=200, tail=0)
+           for k, v in enumerate(vecs)]
+    crafted = pack_blobs([server.encrypt(-10 * vecs[0]).to_bytes(),
+                          server.encrypt(torch.ones(preset.slots, dtype=torch.float64)).to_bytes()])
+    ups[0] = parse_upload(server, crafted, length=200, tail=0)
+    reply, _ = judge(secret, gram_request(ups), n=6, tail=0, weighted=False, rule="norm", trim=0.2, norm_factor=1e9)
+    coeffs = read_coefficients(reply, 6)
+    assert coeffs[0] == 0 and bool((coeffs[1:] == 1).all())
