@@ -69,11 +69,9 @@ def robust_costs(rows: Sequence[dict[str, Any]]) -> dict[str, str]:
         return {}
     acc_k, acc_d = krum["accuracy"]["protected"], default["accuracy"]["protected"]
     verdict = SYMBOL.get(krum["verdict"], krum["verdict"])
-    hk, hd = krum.get("run", {}).get("hidden"), default.get("run", {}).get("hidden")
-    model = f" (its model at --hidden {hk}, the default row's at {hd or 'the method default'})" if hk != hd else ""
-    return {"krum_cost": (f"verdict {verdict}{model}; clean accuracy {fmt(acc_k)} against {fmt(acc_d)} on the "
-                          f"default stack in this run, and {krum['seconds'] / max(default['seconds'], 1e-9):.1f}x the "
-                          "default row's audit time")}
+    return {"krum_cost": (f"clean accuracy {fmt(acc_k)} against {fmt(acc_d)} on the default stack in this run "
+                          f"(verdict {verdict}) and {krum['seconds'] / max(default['seconds'], 1e-9):.1f}x the default "
+                          "row's audit time")}
 
 
 def render(doc: dict[str, Any]) -> str:

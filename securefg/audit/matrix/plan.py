@@ -18,11 +18,7 @@ THREAT_MODELS = ("curious_server", "curious_clients", "malicious_client")
 ROBUST = {"robust": "closest", "robust_k": 2, "robust_norm": 0}
 #: The robust aggregate the server cannot read behind: CKKS updates, multi-Krum at a key holder.
 KRUM = {"robust": "krum"}
-#: Each robust row: its options, and run fields it changes. The krum row's model is 8x smaller
-#: (hidden 16: 23k parameters instead of FedAvg's 184k on Cora): its n(n+1)/2 encrypted inner
-#: products per round cost 15 s of CPU at full size (bench/ckks_robust.py), 100 rounds x 7 runs.
-ROBUST_ROWS: dict[str, dict[str, Any]] = {"robust=closest": {"options": ROBUST},
-                                          "robust=krum": {"options": KRUM, "hidden": 16}}
+ROBUST_ROWS = {"robust=closest": ROBUST, "robust=krum": KRUM}
 
 
 @dataclass(frozen=True)
@@ -114,9 +110,7 @@ def cells(plans: tuple[MethodPlan, ...], *, methods: tuple[str, ...] | None = No
             out.append(MatrixCell(p.method, p.label, tm, dict(p.run)))
             if tm == "malicious_client" and p.robust_rounds is not None:
                 for name in p.robust_rows:
-                    spec = ROBUST_ROWS[name]
-                    run = {**p.run, "rounds": p.robust_rounds, **{k: v for k, v in spec.items() if k != "options"},
-                           "options": {**p.run.get("options", {}), **spec["options"]}}
+                    run = {**p.run, "rounds": p.robust_rounds, "options": {**p.run.get("options", {}), **ROBUST_ROWS[name]}}
                     out.append(MatrixCell(p.method, p.label, tm, run, row=name))
     return out
 

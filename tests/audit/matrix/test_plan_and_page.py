@@ -36,8 +36,7 @@ def test_the_fedavg_robust_row_is_the_documented_robust_audit() -> None:
                              "--partition metis --clients 10 --rounds 100 --seed 0 --option robust=closest "
                              "--option robust_k=2 --option robust_norm=0 --out DIR")
     krum = next(c for c in cells(FULL) if c.method == "fedavg" and c.row == "robust=krum")
-    assert krum.command().endswith("--rounds 100 --seed 0 --hidden 16 --option robust=krum --out DIR")
-    assert krum.key != row.key
+    assert krum.command().endswith("--rounds 100 --seed 0 --option robust=krum --out DIR") and krum.key != row.key
 
 
 @pytest.mark.parametrize("argv, expected", [
