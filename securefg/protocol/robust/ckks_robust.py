@@ -5,35 +5,39 @@ inference on 2-client sums). Here nobody but the owner ever sees an update:
 
 1. Keys as ``ckks`` (the server gets Galois keys for inner products). The key holder should be a
    ``keyholder`` party: a stack with this mechanism adds one to the run.
-2. Client ``a`` uploads ``Enc(u_a)``, ``Enc(s_a)`` and, apart, ``Enc(t_a)``: its weighted update
-   ``v_a = s_a u_a`` split into a power-of-two ``s_a`` (in every slot of one ciphertext) and
-   ``u_a`` of norm in ``(1/2, 1]`` (so that inner products of any update fit CKKS's integer
-   headroom and stand far above its noise, with no public scale to tune), and its count tail
-   ``t_a`` (side counts, then its weight ``w_a``). The server learns sizes only.
+2. Client ``a`` uploads ``Enc(v_a)``, its weighted update, and, for the rule, ``Enc(y_a)`` and
+   ``Enc(s_a)``: ``s_a y_a`` is the count sketch of ``v_a`` into one ciphertext's slots (a public
+   hash; the vector itself when it fits), ``s_a`` a power of two (in every slot) and ``y_a`` of
+   norm in ``(1/2, 1]``, so inner products of any update stand far above CKKS's noise and fit its
+   headroom with no scale to tune. Its count tail ``t_a`` (side counts, then its weight ``w_a``)
+   goes apart. The server learns sizes only.
 3. The server draws a secret permutation of the uploaders (pseudonyms), computes every pair's
-   encrypted inner product ``Enc(<u_a, u_b>)`` (:meth:`EncryptedVector.dot`) in pseudonym order
-   and sends them with the pseudonymous ``Enc(s_a)`` and tails to the key holder.
-4. The key holder decrypts them, forms the Gram matrix ``G_ab = s_a s_b <u_a, u_b>`` divided by
-   ``w_a w_b`` (the geometry of the unweighted updates), runs the rule (:mod:`.gram_rules`:
-   multi-Krum and/or a norm bound at ``norm_factor`` times the median norm) and returns one
-   coefficient per pseudonym (0: dropped). It keeps what the selected sum must look like.
-5. The server maps the coefficients back to clients, computes ``Enc(sum_a c_a s_a u_a)``
-   (:meth:`EncryptedVector.times_encrypted`, then a linear combination; times ``n / kept`` for an
-   unweighted sum: an estimate of the full sum) and ``Enc(sum over kept of t_a)``, and sends
-   them to the key holder.
-6. The key holder decrypts, **checks** that the sum's squared norm equals ``c^T G c`` and its
-   tail the kept tails' sum (an input that overflowed CKKS, or a server that sent another
-   ciphertext, fails: :class:`~securefg.errors.ImplausibleSumError`), floods and releases it.
-   An upload not split as above (its magnitude not one power of two in every slot, or its unit
-   part's squared norm outside ``[0, 1]``) is dropped in step 4; one crafted to overflow CKKS
+   encrypted inner product ``Enc(<y_a, y_b>)`` (:meth:`EncryptedVector.dot`: one ciphertext per
+   sketch, so the cost does not grow with the model) in pseudonym order and sends them with the
+   pseudonymous ``Enc(s_a)`` and tails to the key holder.
+4. The key holder decrypts them, forms the Gram matrix ``G_ab = s_a s_b <y_a, y_b>`` (the count
+   sketch keeps inner products in expectation, with a relative error of about ``1/sqrt(slots)``
+   of ``||v_a|| ||v_b||``) divided by ``w_a w_b``, runs the rule (:mod:`.gram_rules`: multi-Krum
+   and/or a norm bound at ``norm_factor`` times the median norm) and returns one coefficient per
+   pseudonym (0: dropped). It keeps what the selected sum must look like.
+5. The server maps the coefficients back to clients and computes ``Enc(sum_a c_a v_a)``, the same
+   combination of the sketches ``Enc(sum_a c_a s_a y_a)`` (:meth:`EncryptedVector.times_encrypted`)
+   and ``Enc(sum over kept of t_a)`` (times ``n / kept`` for an unweighted sum: an estimate of the
+   full sum), and sends them to the key holder.
+6. The key holder decrypts them and **checks** that the sketch of the value sum equals the sketch
+   sum (a kept client whose sketch is not its update's), that the sketch sum's squared norm
+   equals ``c^T G c`` (a Gram request or a sum the server altered) and that the counts are the
+   kept ones (:class:`~securefg.errors.ImplausibleSumError`), then floods and releases the values
+   and counts. An upload whose magnitude is not one power of two in every slot, or whose ``y``
+   has a squared norm outside ``[0, 1]``, is dropped in step 4; a client that lies in its sketch
    can make a round abort, not slip into the sum.
 
 **Who learns what** (semi-honest server and key holder, not colluding): the *server* learns the
 robust sum (the exchange's output, with the kept tails' sum) and the coefficient of each client,
 i.e. which clients the rule dropped and, with a norm bound, each clipped client's norm relative to
 the bound. The *key holder* learns the Gram matrix of the pseudonymous updates (norms, pairwise
-distances and angles, not the updates), their count tails (sample counts), the powers of two
-``s_a`` (implied by the norms anyway) and the released sum,
+distances and angles as the sketches keep them, not the updates), their count tails (sample
+counts), the powers of two ``s_a`` (implied by the norms anyway) and the released sum,
 but not which client is which pseudonym. *Clients* learn nothing new. Not protected: a server
 colluding with the key holder decrypts every upload; a malicious key holder can return any
 coefficients (it is trusted for the rule, as a ``ckks`` key holder is for the sum).
@@ -44,6 +48,7 @@ the weight total yields the mean of the kept (and bounded) updates (``returns_su
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -78,12 +83,22 @@ NAME = "ckks_robust"
 KEYHOLDER = "keyholder"
 #: Relative tolerance of the key holder's check of the released sum against ``c^T G c``.
 SUM_CHECK_RTOL = 1e-3
+#: Largest difference, relative to the largest bucket, between the sketch sum and the value
+#: sum's sketch (CKKS noise is about 1e-7 of it; a lying client's share is of its update's size),
+#: plus ABS_NOISE per summed term.
+SKETCH_CHECK_RTOL = 1e-5
+#: CKKS's absolute error on a decrypted value at scale 2^40 after one product (measured about
+#: 4e-8), with a margin.
+ABS_NOISE = 1e-6
 #: Absolute CKKS error of one decrypted inner product of unit-norm vectors (rotation noise,
 #: N=8192; measured 2e-6), with a margin.
 NOISE_FLOOR = 1e-5
-#: Largest value a coordinate of an upload may have: the kept sum is decrypted after one
-#: rescale at scale^2, where the preset leaves 2^(headroom - 2); 2^-4 of it for up to 16 clients.
+#: Largest value a coordinate of an upload may have, below what the summed ciphertexts
+#: decrypt correctly at the top level (scale^2: 2^(sum(data primes) - 2 * scale_bits - 2)), with
+#: 2^4 to spare for up to 16 clients.
 MAX_ABS_SHIFT = 6
+#: Public seed of the count sketch's hash (every party computes the same buckets and signs).
+SKETCH_SEED = 0x5EC0_12E5
 
 
 class Stage:
@@ -132,6 +147,25 @@ class Expectation:
 
 
 # ====================================================================== client side
+@functools.lru_cache(maxsize=8)
+def _sketch_hash(length: int, width: int) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(SKETCH_SEED ^ (length * 1_000_003 + width))
+    buckets = torch.randint(0, width, (length,), generator=g)
+    signs = torch.randint(0, 2, (length,), generator=g, dtype=torch.int64).to(torch.float64) * 2 - 1
+    return buckets, signs
+
+
+def sketch_of(values: torch.Tensor, width: int) -> torch.Tensor:
+    """The count sketch of ``values`` into ``width`` buckets (public hash and signs; Charikar et al.,
+    ICALP 2002): linear, and it keeps inner products in expectation. A vector of at most ``width``
+    values is its own sketch (exact inner products)."""
+    v = values.to(torch.float64).reshape(-1)
+    if v.numel() <= width:
+        return v.clone()
+    buckets, signs = _sketch_hash(v.numel(), width)
+    return torch.zeros(width, dtype=torch.float64).index_add_(0, buckets, signs * v)
+
+
 def split_magnitude(values: torch.Tensor) -> tuple[float, torch.Tensor]:
     """``(s, u)`` with ``values = s * u``, ``s`` a power of two and ``||u||`` in ``(1/2, 1]`` (``s = 1``
     for a zero vector)."""
@@ -143,19 +177,21 @@ def split_magnitude(values: torch.Tensor) -> tuple[float, torch.Tensor]:
 
 
 def encrypt_upload(ctx: Any, vector: torch.Tensor, *, tail: int, preset: CKKSPreset, pid: str) -> bytes:
-    """Client ``pid``'s upload: ``Enc(u)``, ``Enc(s)`` in every slot and, if ``tail``, ``Enc(counts)``.
+    """Client ``pid``'s upload: ``Enc(values)``, ``Enc(sketch / s)``, ``Enc(s)`` in every slot and, if
+    ``tail``, ``Enc(counts)``.
 
     Raises:
         OverflowRiskError: A value too large for the kept sum to decrypt correctly.
     """
     values, counts = vector[: vector.numel() - tail].to(torch.float64), vector[vector.numel() - tail :]
-    bound = 2.0 ** (preset.headroom_bits - MAX_ABS_SHIFT)
+    bound = 2.0 ** (sum(preset.coeff_mod_bit_sizes[:-1]) - 2 * preset.scale_bits - MAX_ABS_SHIFT)
     top = float(values.abs().max()) if values.numel() else 0.0
     if not top <= bound:
         raise OverflowRiskError(f"{pid}: a value of magnitude {top:.3g} exceeds {bound:.3g}, what a ckks_robust sum of "
                                 f"up to 16 such values decrypts correctly at CKKS preset {preset.name!r}")
-    s, u = split_magnitude(values)
-    blobs = [ctx.encrypt(u).to_bytes(), ctx.encrypt(torch.full((preset.slots,), s, dtype=torch.float64)).to_bytes()]
+    s, unit = split_magnitude(sketch_of(values, preset.slots))
+    blobs = [ctx.encrypt(values).to_bytes(), ctx.encrypt(unit).to_bytes(),
+             ctx.encrypt(torch.full((preset.slots,), s, dtype=torch.float64)).to_bytes()]
     if tail:
         blobs.append(ctx.encrypt(counts.to(torch.float64)).to_bytes())
     return pack_blobs(blobs)
@@ -165,9 +201,15 @@ def encrypt_upload(ctx: Any, vector: torch.Tensor, *, tail: int, preset: CKKSPre
 class Upload:
     """One client's parsed upload (at the server)."""
 
-    unit: EncryptedVector
+    values: EncryptedVector
+    sketch: EncryptedVector
     magnitude: EncryptedVector
     tail: EncryptedVector | None
+
+
+def sketch_width(length: int, slots: int) -> int:
+    """Values in a sketch of a ``length``-value vector."""
+    return min(length, slots)
 
 
 def parse_upload(ctx: Any, payload: bytes, *, length: int, tail: int) -> Upload:
@@ -176,22 +218,23 @@ def parse_upload(ctx: Any, payload: bytes, *, length: int, tail: int) -> Upload:
     Raises:
         CodecError: Another number of parts or lengths than announced.
     """
-    blobs = unpack_blobs(payload, max_count=3)
-    if len(blobs) != (3 if tail else 2):
-        raise CodecError(f"a ckks_robust upload holds {len(blobs)} part(s), expected {3 if tail else 2}")
-    unit = ctx.load(blobs[0], expected_length=length - tail)
-    magnitude = ctx.load(blobs[1], expected_length=ctx.slots)
-    if magnitude.num_chunks != 1:
-        raise CodecError("a ckks_robust magnitude must be one full-slot ciphertext")
-    return Upload(unit, magnitude, ctx.load(blobs[2], expected_length=tail) if tail else None)
+    blobs = unpack_blobs(payload, max_count=4)
+    if len(blobs) != (4 if tail else 3):
+        raise CodecError(f"a ckks_robust upload holds {len(blobs)} part(s), expected {4 if tail else 3}")
+    values = ctx.load(blobs[0], expected_length=length - tail)
+    sketch = ctx.load(blobs[1], expected_length=sketch_width(length - tail, ctx.slots))
+    magnitude = ctx.load(blobs[2], expected_length=ctx.slots)
+    if magnitude.num_chunks != 1 or sketch.num_chunks != 1:
+        raise CodecError("a ckks_robust sketch and magnitude must be one full-slot ciphertext each")
+    return Upload(values, sketch, magnitude, ctx.load(blobs[3], expected_length=tail) if tail else None)
 
 
 # ====================================================================== server side
 def gram_request(uploads: Sequence[Upload]) -> bytes:
-    """Every pair's encrypted inner product of the unit parts (upper triangle, row by row, in
+    """Every pair's encrypted inner product of the sketches (upper triangle, row by row, in
     pseudonym order), then each pseudonym's magnitude, then its tail."""
     n = len(uploads)
-    blobs = [uploads[i].unit.dot(uploads[j].unit).to_bytes() for i in range(n) for j in range(i, n)]
+    blobs = [uploads[i].sketch.dot(uploads[j].sketch).to_bytes() for i in range(n) for j in range(i, n)]
     blobs += [u.magnitude.to_bytes() for u in uploads]
     blobs += [u.tail.to_bytes() for u in uploads if u.tail is not None]
     return pack_blobs(blobs)
@@ -220,11 +263,13 @@ def sum_factor(coefficients: torch.Tensor, weighted: bool) -> float:
 
 
 def selected_sum(uploads: Sequence[Upload], coefficients: torch.Tensor, *, weighted: bool) -> bytes:
-    """``Enc(m sum_a c_a s_a u_a)`` (``m``: :func:`sum_factor`) and ``Enc(sum over kept of t_a)``, packed."""
+    """``Enc(m sum_a c_a v_a)``, ``Enc(m sum_a c_a s_a y_a)`` (``m``: :func:`sum_factor`) and
+    ``Enc(sum over kept of t_a)``, packed."""
     kept = [i for i in range(len(uploads)) if float(coefficients[i]) > 0]
     m = sum_factor(coefficients, weighted)
-    terms = [(uploads[i].unit.times_encrypted(uploads[i].magnitude), float(coefficients[i]) * m) for i in kept]
-    blobs = [EncryptedVector.linear_combination(terms).to_bytes()]
+    blobs = [EncryptedVector.linear_combination([(uploads[i].values, float(coefficients[i]) * m) for i in kept]).to_bytes(),
+             EncryptedVector.linear_combination([(uploads[i].sketch.times_encrypted(uploads[i].magnitude),
+                                                  float(coefficients[i]) * m) for i in kept]).to_bytes()]
     if uploads[0].tail is not None:
         blobs.append(EncryptedVector.linear_combination([(uploads[i].tail, 1.0) for i in kept]).to_bytes())  # type: ignore[misc]
     return pack_blobs(blobs)
@@ -240,7 +285,7 @@ def judge(secret: SecretContext, payload: bytes, *, n: int, tail: int, weighted:
         CodecError: Not ``n (n + 1) / 2`` products, ``n`` magnitudes (and ``n`` tails).
         InvalidInputError: Inner products no real vectors have among the well-formed uploads
             (:func:`check_unit_gram`). An upload whose magnitude is not one power of two in every
-            slot, or whose unit part's squared norm lies outside ``[0, 1]``, gets coefficient 0.
+            slot, or whose sketch's squared norm lies outside ``[0, 1]``, gets coefficient 0.
     """
     pairs = n * (n + 1) // 2
     want = pairs + n + (n if tail else 0)
@@ -288,16 +333,16 @@ def read_magnitude(slots: torch.Tensor) -> float:
         InvalidInputError: Slots that differ, or a value that is not a positive power of two.
     """
     s = float(slots.mean())
-    if not (s > 0 and math.isfinite(s)) or float((slots - s).abs().max()) > 1e-6 * s:
+    if not (s > 0 and math.isfinite(s)) or float((slots - s).abs().max()) > 1e-6 * s + ABS_NOISE:
         raise InvalidInputError("a ckks_robust magnitude is not one positive value in every slot")
     exp = round(math.log2(s))
-    if abs(s - 2.0**exp) > 1e-6 * s:
+    if abs(s - 2.0**exp) > 1e-3 * s:
         raise InvalidInputError(f"a ckks_robust magnitude {s:.6g} is not a power of two")
     return 2.0**exp
 
 
 def check_unit_gram(unit: torch.Tensor) -> None:
-    """Refuse inner products no vectors of norm at most 1 have: NaN, a squared norm outside
+    """Refuse inner products no sketches of norm at most 1 have: NaN, a squared norm outside
     ``[0, 1]`` or an inner product above 1 in magnitude, beyond CKKS noise. :func:`judge` first
     drops the uploads whose own squared norm or magnitude is off (a client's doing); what is
     left can only come from a request the server tampered with.
@@ -305,32 +350,45 @@ def check_unit_gram(unit: torch.Tensor) -> None:
     Raises:
         InvalidInputError: Naming the problem.
     """
+    if unit.numel() == 0:
+        return
     if not bool(torch.isfinite(unit).all()):
         raise InvalidInputError("the decrypted inner products hold NaN or Inf")
     diag = torch.diagonal(unit)
     if float(diag.min()) < -NOISE_FLOOR or float(diag.max()) > 1 + NOISE_FLOOR:
-        raise InvalidInputError("an upload's unit part has a squared norm outside [0, 1]: it was not split as "
+        raise InvalidInputError("an upload's sketch has a squared norm outside [0, 1]: it was not split as "
                                 "ckks_robust splits it, or the server tampered with the request")
     if float(unit.abs().max()) > 1 + NOISE_FLOOR:
-        raise InvalidInputError("an inner product of two unit parts exceeds 1: the request was tampered with")
+        raise InvalidInputError("an inner product of two sketches exceeds 1: the request was tampered with")
 
 
 def release_checked_sum(secret: SecretContext, payload: bytes, expect: Expectation, noise: OutputNoise, *,
                         length: int, tail: int) -> bytes:
-    """Decrypt the selected sum, check it against ``expect``, flood it, encode ``values || tail``.
+    """Decrypt the selected sum and its sketch, check them against ``expect``, flood the sum,
+    encode ``values || tail``.
 
     Raises:
-        ImplausibleSumError: Its squared norm or tail differs from what the kept inputs give.
+        ImplausibleSumError: The value sum's sketch is not the sketch sum (a kept client's sketch
+            is not its update's), the sketch sum's squared norm is not ``c^T G c`` (the server
+            altered the Gram request or the sums), or the counts are not the kept ones.
     """
-    blobs = unpack_blobs(payload, max_count=2)
-    if len(blobs) != (2 if tail else 1):
-        raise CodecError(f"the robust sum holds {len(blobs)} part(s), expected {2 if tail else 1}")
+    blobs = unpack_blobs(payload, max_count=3)
+    if len(blobs) != (3 if tail else 2):
+        raise CodecError(f"the robust sum holds {len(blobs)} part(s), expected {3 if tail else 2}")
     values = secret.decrypt(secret.load(blobs[0], expected_length=length - tail))
-    got, want = float(values @ values), expect.squared_norm
-    if not abs(got - want) <= SUM_CHECK_RTOL * abs(want) + expect.tolerance:
-        raise ImplausibleSumError(f"the robust sum's squared norm {got:.6g} is not the {want:.6g} of the kept inputs: "
-                                  "an input overflowed CKKS or the server sent another ciphertext")
-    counts = secret.decrypt(secret.load(blobs[1], expected_length=tail)) if tail else torch.zeros(0, dtype=torch.float64)
+    sketch = secret.decrypt(secret.load(blobs[1], expected_length=sketch_width(length - tail, secret.slots)))
+    mine = sketch_of(values, secret.slots)
+    scale = max(float(sketch.abs().max()), float(mine.abs().max()))
+    terms = float(expect.coefficients.sum()) * sum_factor(expect.coefficients, expect.weighted)
+    if float((sketch - mine).abs().max()) > SKETCH_CHECK_RTOL * scale + ABS_NOISE * max(terms, 1.0):
+        raise ImplausibleSumError("the sketch of the robust sum is not the sum of the kept sketches: a kept client "
+                                  "sent a sketch that is not its update's (or the server altered a sum)")
+    got, want = float(sketch @ sketch), expect.squared_norm
+    slot_noise = ABS_NOISE * max(terms, 1.0) * math.sqrt(sketch.numel())  # the sketch sum's own CKKS error, in norm
+    if not abs(got - want) <= SUM_CHECK_RTOL * abs(want) + expect.tolerance + slot_noise * (2 * math.sqrt(got) + slot_noise):
+        raise ImplausibleSumError(f"the robust sum's sketch has squared norm {got:.6g}, not the {want:.6g} of the "
+                                  "judged inner products: the server altered the request or the sums")
+    counts = secret.decrypt(secret.load(blobs[2], expected_length=tail)) if tail else torch.zeros(0, dtype=torch.float64)
     if tail and not torch.allclose(counts, expect.tail, rtol=SUM_CHECK_RTOL, atol=1e-3):
         raise ImplausibleSumError("the robust sum's counts are not those of the kept inputs")
     return encode_tensor(torch.cat([noise(values), noise(counts) if tail else counts]))

@@ -33,6 +33,7 @@ from securefg.protocol.robust.ckks_robust import (
     read_magnitude,
     release_checked_sum,
     selected_sum,
+    sketch_of,
     split_magnitude,
 )
 from securefg.protocol.stack import ProtocolStack
@@ -111,7 +112,8 @@ def test_updates_of_any_magnitude_give_the_exact_gram_matrix_and_sum() -> None:
 def test_a_sum_the_key_holder_did_not_expect_is_refused() -> None:
     """A server that sends one client's ciphertext (or a tampered sum) instead of the kept sum."""
     secret, ups, expect, _, noise = _judged()
-    one = pack_blobs([ups[4].unit.times_encrypted(ups[4].magnitude).to_bytes(), ups[4].tail.to_bytes()])  # type: ignore[union-attr]
+    one = pack_blobs([(ups[4].values * 1.0).to_bytes(), ups[4].sketch.times_encrypted(ups[4].magnitude).to_bytes(),
+                      ups[4].tail.to_bytes()])  # type: ignore[union-attr]
     with pytest.raises(ImplausibleSumError, match="squared norm"):
         release_checked_sum(secret, one, expect, noise, length=301, tail=1)
     with pytest.raises(CodecError):
@@ -132,7 +134,7 @@ def test_a_value_too_large_for_the_sum_is_refused() -> None:
     preset = resolve_preset({"preset": "default"})
     secret = SecretContext.generate(preset)
     with pytest.raises(OverflowRiskError, match="exceeds"):
-        encrypt_upload(secret, torch.full((100,), 1e6, dtype=torch.float64), tail=0, preset=preset, pid="client/0")
+        encrypt_upload(secret, torch.full((100,), 1e17, dtype=torch.float64), tail=0, preset=preset, pid="client/0")
 
 
 @pytest.mark.parametrize("payload", [encode_tensor(torch.tensor([1.0, 2.0, 0.0])), encode_tensor(torch.zeros(3)),
@@ -195,9 +197,42 @@ def test_an_upload_not_split_as_the_protocol_splits_it_is_dropped_not_trusted() 
     vecs = [base + 0.1 * torch.randn(200, generator=g, dtype=torch.float64) for _ in range(6)]
     ups = [parse_upload(server, encrypt_upload(server, v, tail=0, preset=preset, pid=f"client/{k}"), length=200, tail=0)
            for k, v in enumerate(vecs)]
-    crafted = pack_blobs([server.encrypt(-10 * vecs[0]).to_bytes(),
+    crafted = pack_blobs([server.encrypt(-10 * vecs[0]).to_bytes(), server.encrypt(-10 * vecs[0]).to_bytes(),
                           server.encrypt(torch.ones(preset.slots, dtype=torch.float64)).to_bytes()])
     ups[0] = parse_upload(server, crafted, length=200, tail=0)
     reply, _ = judge(secret, gram_request(ups), n=6, tail=0, weighted=False, rule="norm", trim=0.2, norm_factor=1e9)
     coeffs = read_coefficients(reply, 6)
     assert coeffs[0] == 0 and bool((coeffs[1:] == 1).all())
+
+
+def test_a_long_update_is_judged_on_its_count_sketch_and_a_lying_sketch_is_caught() -> None:
+    """Past one ciphertext of values, the rule sees count sketches (inner products within a few
+    percent of the norms' product); a kept client whose sketch is not its update's fails the check."""
+    preset = resolve_preset({"preset": "default"})
+    secret = SecretContext.generate(preset)
+    server = secret.public_context(galois=True)
+    g = torch.Generator().manual_seed(5)
+    length = 3 * preset.slots + 17
+    vecs = [torch.randn(length, generator=g, dtype=torch.float64) for _ in range(4)]
+    true = torch.stack(vecs) @ torch.stack(vecs).T
+    sk = torch.stack([sketch_of(v, preset.slots) for v in vecs])
+    assert float(((sk @ sk.T) - true).abs().max()) < 0.1 * float(torch.diagonal(true).max())
+    ups = [parse_upload(server, encrypt_upload(server, v, tail=0, preset=preset, pid=f"client/{k}"), length=length,
+                        tail=0) for k, v in enumerate(vecs)]
+    reply, expect = judge(secret, gram_request(ups), n=4, tail=0, weighted=False, rule="norm", trim=0.2,
+                          norm_factor=1e9)
+    coeffs = read_coefficients(reply, 4)
+    noise = OutputNoise("none", flood_std=2.0**-20, round_bits=20)
+    out = decode_tensor(release_checked_sum(secret, selected_sum(ups, coeffs, weighted=False), expect, noise,
+                                            length=length, tail=0), spec=TensorSpec({"x": (torch.float64, (length,))}))
+    assert torch.allclose(out, sum(vecs), atol=1e-5)
+    # client 3 uploads a poisoned update with client 2's (honest-looking) sketch
+    s2, unit2 = split_magnitude(sketch_of(vecs[2], preset.slots))
+    liar = pack_blobs([server.encrypt(-10 * vecs[3]).to_bytes(), server.encrypt(unit2).to_bytes(),
+                       server.encrypt(torch.full((preset.slots,), s2, dtype=torch.float64)).to_bytes()])
+    ups[3] = parse_upload(server, liar, length=length, tail=0)
+    reply, expect = judge(secret, gram_request(ups), n=4, tail=0, weighted=False, rule="norm", trim=0.2,
+                          norm_factor=1e9)
+    with pytest.raises(ImplausibleSumError, match="not the sum of the kept sketches"):
+        release_checked_sum(secret, selected_sum(ups, read_coefficients(reply, 4), weighted=False), expect, noise,
+                            length=length, tail=0)
