@@ -120,8 +120,8 @@ DESCRIBED: dict[str, dict[str, Described]] = {
     "fedavg_robust": {
         "fedavg/model": d(C, "the global model is broadcast in the clear."),
         "fedavg/update": d(K, "The server learns the mean of the kept updates and which clients were dropped; the key "
-                              "holder learns the pseudonymous updates' norms and pairwise distances and their sample "
-                              "counts."),
+                              "holder learns the pseudonymous updates' norms and pairwise distances (as the sketches "
+                              "keep them) and their sample counts."),
         "fedavg/metrics": d(K, "Metrics are summed under CKKS too (the key holder decrypts the sums for the server)"),
     },
     "fedavg_dp": {
