@@ -14,10 +14,15 @@ from typing import Any
 #: (method, threat model) -> why the default stays although the cell fails.
 DEFAULT_NOTES: Mapping[tuple[str, str], str] = {
     ("fedavg", "malicious_client"): (
-        "A masked or encrypted sum hides a poisoned update as well as an honest one. The robust rows below are "
-        "the alternatives. `robust=closest` passes but shows the server partial sums (curious-server label "
-        "inference 0.856 at k = 2, docs/robust.md). `robust=krum` (`ckks_robust`, stack `fedavg_robust`) shows "
-        "the server nothing but the robust mean and who was dropped: {krum_cost}."
+        "A masked sum hides a poisoned update as well as an honest one. `robust=closest` (row below) passes but "
+        "shows the server partial sums (curious-server label inference 0.856 at k = 2, docs/robust.md). "
+        "`fedavg_robust` (`ckks_robust`: CKKS updates, multi-Krum by a key holder on their encrypted sketches) "
+        "shows the server only the robust mean and who was dropped, and passes the four update-poisoning attacks "
+        "at this configuration (`securefg audit --threat-model update_poisoning --protocol fedavg_robust`, "
+        "seed 0: accuracy drops -0.007, -0.008, -0.006, -0.003; undefended 0.192, 0.008, 0.397, 0.017), at "
+        "accuracy 0.662 / 0.726 / 0.695 against 0.676 / 0.590 / 0.640 on seeds 0-2. By the accuracy rule it "
+        "qualifies; it is not the default yet because a run takes about 20x as long (613 s against 28 s here) and "
+        "its curious-party audits and its `robust=krum` matrix row have not run. {krum_cost}"
     ),
     ("fedstruct", "malicious_client"): (
         "The `robust=closest` row passes (docs/robust.md: exit 0 at 30 rounds, -0.39 points of clean accuracy "
@@ -58,8 +63,7 @@ def why_defaults_stay(rows: Sequence[Mapping[str, Any]], facts: Mapping[str, str
         if note is None:
             out.append(f"* **{r['label']}, {r['threat_model']}**: no note; the default stays unexamined.")
             continue
-        for key in ("krum_cost",):
-            facts.setdefault(key, "a cost not measured in this run")
+        facts.setdefault("krum_cost", "")
         out.append(f"* **{r['label']}, {r['threat_model']}**: " + note.format(**facts))
     return out
 

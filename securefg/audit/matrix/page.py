@@ -69,9 +69,9 @@ def robust_costs(rows: Sequence[dict[str, Any]]) -> dict[str, str]:
         return {}
     acc_k, acc_d = krum["accuracy"]["protected"], default["accuracy"]["protected"]
     verdict = SYMBOL.get(krum["verdict"], krum["verdict"])
-    return {"krum_cost": (f"clean accuracy {fmt(acc_k)} against {fmt(acc_d)} on the default stack in this run "
-                          f"(verdict {verdict}) and {krum['seconds'] / max(default['seconds'], 1e-9):.1f}x the default "
-                          "row's audit time")}
+    return {"krum_cost": (f"In this run its matrix row's verdict is {verdict}: clean accuracy {fmt(acc_k)} against "
+                          f"{fmt(acc_d)} on the default stack, {krum['seconds'] / max(default['seconds'], 1e-9):.1f}x the "
+                          "default row's audit time.")}
 
 
 def render(doc: dict[str, Any]) -> str:
