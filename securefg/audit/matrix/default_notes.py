@@ -27,9 +27,9 @@ DEFAULT_NOTES: Mapping[tuple[str, str], str] = {
     ("fedstruct", "malicious_client"): (
         "The `robust=closest` row passes (docs/robust.md: exit 0 at 30 rounds, -0.39 points of clean accuracy "
         "over seeds 0-2) but shows the server subgroup sums of θ's and ∇S's gradients, and ∇S loses the "
-        "server blindness it has by default. `robust=krum` keeps every gradient encrypted but needs "
-        "n(n+1)/2 encrypted inner products per round of vectors of up to 693,248 values (∇S on Cora: "
-        "2,708 nodes x 256), not audited here. "
+        "server blindness it has by default. `robust=krum` keeps every gradient encrypted (the rule reads one "
+        "sketch ciphertext per client; the sums carry ∇S's 693,248 values per client and round on Cora under "
+        "CKKS), not audited here. "
         "`crafted_nsf` spoofs relayed NSF rows, which no update aggregate sees."
     ),
     ("fedsage_plus", "malicious_client"): (
@@ -64,7 +64,7 @@ def why_defaults_stay(rows: Sequence[Mapping[str, Any]], facts: Mapping[str, str
             out.append(f"* **{r['label']}, {r['threat_model']}**: no note; the default stays unexamined.")
             continue
         facts.setdefault("krum_cost", "")
-        out.append(f"* **{r['label']}, {r['threat_model']}**: " + note.format(**facts))
+        out.append((f"* **{r['label']}, {r['threat_model']}**: " + note.format(**facts)).rstrip())
     return out
 
 

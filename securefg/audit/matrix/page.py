@@ -111,8 +111,8 @@ def render(doc: dict[str, Any]) -> str:
     if why:
         L += ["", "## Failing defaults, and why they stay", "",
               ("A default moves when its protection is cheap: a stack that passes at no more than one point of "
-               "the method's documented accuracy over three seeds. These cells fail on the default stack and no "
-               "such stack exists yet:"), "", *why]
+               "the method's documented accuracy over three seeds. These cells fail on the default stack; each "
+               "note says what the alternatives measured and why the default has not moved:"), "", *why]
     L += ["", "## Declared releases and their epsilon-utility curves", ""]
     if not curves:
         L.append("No cell on a default stack exceeded its margin through a declared release in this run.")
