@@ -4,12 +4,13 @@ The steps of :mod:`securefg.protocol.robust.ckks_robust`, each role in its own p
 the same helper functions for each role's computation:
 
 * keys (the server gets Galois keys); an ``aggregate`` step at stage ``ckks_robust/upload``
-  (each client encrypts its prepared input: its unit part, its power-of-two magnitude and its
-  count tail apart);
-* the server's Gram request in a secret pseudonym order; ``ckks_robust/judge`` step (the key
-  holder decrypts the inner products and tails, runs the rule, returns the coefficients);
-* the server's kept sum; ``ckks_robust/release`` step (the key holder checks it against the
-  Gram matrix, floods and releases it).
+  (each client encrypts its prepared input, its count sketch split into a power-of-two
+  magnitude and a part of norm at most 1, and its count tail apart);
+* the server's Gram request over the sketches in a secret pseudonym order;
+  ``ckks_robust/judge`` step (the key holder decrypts the inner products, magnitudes and tails,
+  runs the rule, returns the coefficients);
+* the server's kept sums; ``ckks_robust/release`` step (the key holder checks the value sum's
+  sketch against the sketch sum and the Gram matrix, floods and releases it).
 """
 
 from __future__ import annotations
@@ -103,7 +104,7 @@ class NodeCKKSRobust:
         rt.on(ACTION_RELEASE, self._on_release)
 
     def upload(self, step: Step, vector: torch.Tensor) -> None:
-        """Encrypt this client's prepared input (unit part, magnitude, count tail) and send it."""
+        """Encrypt this client's prepared input (values, sketch, magnitude, count tail) and send it."""
         pid = self.rt.party.pid
         mech, call, keys = self._mech(step)
         tail = int(step.info.get("tail", 0))

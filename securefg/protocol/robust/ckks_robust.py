@@ -421,7 +421,7 @@ class CKKSRobust(Mechanism):
         "rule": "krum", "trim": 0.2, "norm_factor": 0.0,
     }
     protects = ("ciphertext: the server sees CKKS ciphertexts, the robust sum and which clients the rule kept; "
-                "the key holder sees the pseudonymous updates' inner products")
+                "the key holder sees the inner products of the pseudonymous updates' count sketches")
     #: Parties a run with this mechanism needs besides the server and the clients.
     needs_parties: ClassVar[tuple[str, ...]] = (KEYHOLDER,)
 
