@@ -1,15 +1,17 @@
-"""The price of a robust aggregate nobody reads behind: ``ckks_robust`` vs ``ckks`` vs ``secure_sum``.
+"""The price of a robust aggregate nobody reads behind: ``masked_robust``, ``ckks_robust``, ``ckks``, ``secure_sum``.
 
 Run: ``python bench/ckks_robust.py [--quick] [--clients 10] [--params 184167]``. One
 ``Exchange.aggregate`` of ``clients`` weighted updates of ``params`` values (FedAvg's GCN on Cora:
 1433 x 128 + 128 + 128 x 7 + 7 = 184,359 with biases), over the in-process transport (every
-party's work in this process), under three stacks: SecAgg+ (``secure_sum``), a CKKS sum
-(``ckks``) and the robust aggregate (``ckks_robust``, multi-Krum). CPU time, the three stacks
-interleaved per repeat (median), key setup excluded (one warm-up call each). One client sends a
-sign-flipped x10 update; the last lines check that ``ckks_robust`` dropped it.
+party's work in this process), under four stacks: SecAgg+ (``secure_sum``), a CKKS sum
+(``ckks``) and the two robust aggregates (multi-Krum on encrypted sketches): ``ckks_robust``
+(the updates CKKS-encrypted) and ``masked_robust`` (the kept updates summed by SecAgg+). CPU
+time, the stacks interleaved per repeat (median), key setup excluded (one warm-up call each).
+One client sends a sign-flipped x10 update; the last lines check that both robust stacks dropped it.
 
 Headline figures last, as ``key=value``: ``robust_vs_ckks_sum`` and ``robust_vs_secure_sum``
-(CPU-time ratios), ``robust_bytes_vs_ckks`` (bytes on the wire).
+(``ckks_robust``'s CPU-time ratios), ``robust_bytes_vs_ckks`` (bytes on the wire),
+``masked_robust_vs_secure_sum`` and ``masked_robust_vs_ckks_robust``.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ STACKS = {
                                                          "signatures": False}},
     "ckks": {"mechanism": "ckks", "params": {}},
     "ckks_robust": {"mechanism": "ckks_robust", "params": {}},
+    "masked_robust": {"mechanism": "masked_robust", "params": {"inner_params": {"bits": 64, "clip": 16777216.0,
+                                                                                "on_clip": "error", "signatures": False}}},
 }
 
 
@@ -81,16 +85,20 @@ def main() -> None:
         print(f"{name}: {med[name]:.2f} s CPU per aggregate of {args.clients} x {params:,} values, "
               f"{sent[name] / 1e6:.1f} MB on the wire")
     honest = ids[1:]
-    rel = feds["ckks_robust"][0].parties[SERVER].state["mech/ckks_robust"]["released"]
-    kept = next(reversed(rel.values())).kept
-    print(f"ckks_robust kept {len(kept)} of {args.clients}; the sign-flipped client dropped: {ids[0] not in kept}")
-    mean_honest = sum(xs[c]["w"] * weights[c] for c in kept) / sum(weights[c] for c in kept)
-    print(f"ckks_robust result vs the kept clients' plaintext mean: max error {float((outs['ckks_robust'] - mean_honest).abs().max()):.2e}; "
-          f"plain mean with the attacker is off by {float((outs['secure_sum'] - mean_honest).abs().max()):.2e}")
-    assert all(c in honest for c in kept)
+    for name in ("ckks_robust", "masked_robust"):
+        rel = feds[name][0].parties[SERVER].state[f"mech/{name}"]["released"]
+        kept = next(reversed(rel.values())).kept
+        print(f"{name} kept {len(kept)} of {args.clients}; the sign-flipped client dropped: {ids[0] not in kept}")
+        mean_honest = sum(xs[c]["w"] * weights[c] for c in kept) / sum(weights[c] for c in kept)
+        print(f"{name} result vs the kept clients' plaintext mean: max error "
+              f"{float((outs[name] - mean_honest).abs().max()):.2e}; plain mean with the attacker is off by "
+              f"{float((outs['secure_sum'] - mean_honest).abs().max()):.2e}")
+        assert all(c in honest for c in kept)
     print(f"robust_vs_ckks_sum={med['ckks_robust'] / med['ckks']:.2f}")
     print(f"robust_vs_secure_sum={med['ckks_robust'] / med['secure_sum']:.1f}")
     print(f"robust_bytes_vs_ckks={sent['ckks_robust'] / sent['ckks']:.2f}")
+    print(f"masked_robust_vs_secure_sum={med['masked_robust'] / med['secure_sum']:.1f}")
+    print(f"masked_robust_vs_ckks_robust={med['masked_robust'] / med['ckks_robust']:.2f}")
 
 
 if __name__ == "__main__":

@@ -157,6 +157,11 @@ MECHANISM_DISCLOSURES: dict[str, str] = {
         "holder learns the Gram matrix (norms, distances, angles) of the pseudonymous updates and their sample "
         "counts."
     ),
+    "masked_robust": (
+        "ROBUST AGGREGATE: the server learns, besides the kept clients' sum, which updates multi-Krum dropped "
+        "(their clients are never asked for a masked input). The key holder learns the Gram matrix (norms, "
+        "distances, angles) of the pseudonymous updates' count sketches and their sample counts."
+    ),
     "subgroup_robust": (
         "ROBUST OPTION: the server learns one secure sum per public subgroup of >= k clients (and each "
         "subgroup's weight total and survivors), not a single total: G = n // k partial sums per round. "

@@ -53,6 +53,15 @@ CANNOT = {
         "removes updates far from their nearest neighbours; a poisoned update that stays within the honest spread "
         "passes, and with non-IID clients the rule also drops honest outliers."
     ),
+    "masked_robust": (
+        "The server learns the kept clients' sum (a secure_sum over them, with its threshold and collusion limits) "
+        "and which clients the rule dropped; the key holder learns the pseudonymous sketches' norms, pairwise "
+        "distances and sample counts, not which client is which. The key holder is trusted to run the rule. A "
+        "kept client whose masked input is not the vector it sketched makes the round abort (no poisoned sum is "
+        "applied), so it can deny service, not poison. Multi-Krum removes updates far from their nearest "
+        "neighbours; a poisoned update within the honest spread passes, and with non-IID clients the rule also "
+        "drops honest outliers."
+    ),
     "subgroup_robust": (
         "Releases every subgroup's sum (groups of >= k), not one total; a subgroup's k - 1 colluding members "
         "and the server recover the last member's input. The robust rule bounds a poisoned minority of "

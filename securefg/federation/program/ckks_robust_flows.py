@@ -1,4 +1,4 @@
-"""``ckks_robust`` aggregates split by party: the server, each client, the key holder.
+"""``ckks_robust`` and ``masked_robust`` aggregates split by party: the server, each client, the key holder.
 
 The steps of :mod:`securefg.protocol.robust.ckks_robust`, each role in its own process, with
 the same helper functions for each role's computation:
@@ -11,11 +11,16 @@ the same helper functions for each role's computation:
   runs the rule, returns the coefficients);
 * the server's kept sums; ``ckks_robust/release`` step (the key holder checks the value sum's
   sketch against the sketch sum and the Gram matrix, floods and releases it).
+
+``masked_robust`` runs the same judge on sketch-only uploads (stage ``masked_robust/sketch``), then
+the inner ``secure_sum`` over the kept clients (the server's own SecAgg+ half, passed in), then a
+``ckks_robust/release`` step that releases the sketch sum of the clients in the masked sum, which
+the server checks the unmasked sum against.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -31,6 +36,7 @@ from securefg.federation.program.server_runtime import ServerRuntime
 from securefg.federation.program.step import Step
 from securefg.protocol.mechanism import ExchangeKind
 from securefg.protocol.relay.shuffle import secure_permutation
+from securefg.protocol.robust import masked_robust as mr
 from securefg.protocol.robust.ckks_robust import (
     NAME,
     CKKSRobust,
@@ -44,6 +50,7 @@ from securefg.protocol.robust.ckks_robust import (
     record_release,
     release_checked_sum,
     selected_sum,
+    sketch_width,
 )
 from securefg.protocol.stack import ProtocolStack, Resolved
 
@@ -87,9 +94,50 @@ def robust_sum_server(rt: ServerRuntime, res: Resolved, *, tag: str, round: int,
     return total, release.kept
 
 
+def masked_robust_server(rt: ServerRuntime, res: Resolved, *, tag: str, round: int, clients: Sequence[str],
+                         length: int, action: str, info: Mapping[str, str | int], count_tail: int, weighted: bool,
+                         secure_sum: Callable[[list[str]], tuple[torch.Tensor, tuple[str, ...]]],
+                         ) -> tuple[torch.Tensor, tuple[str, ...]]:
+    """The server's half of ``masked_robust``: ``(robust sum || kept tails' sum, clients in it)``;
+    ``secure_sum(kept)`` runs the server's SecAgg+ half over the kept clients."""
+    mech = res.mechanism
+    assert isinstance(mech, mr.MaskedRobust)
+    mech.preset.require_levels(2, what="masked_robust (ciphertext product, then a sum)")
+    call = _server_call(rt, res, round=round, tag=tag, kind=ExchangeKind.AGGREGATE)
+    senders = [c for c in clients if c not in rt.dropped]
+    holder = ensure_keys(rt, mech.keys, call, kind=ExchangeKind.AGGREGATE, encryptors=senders, decryptors=(),
+                         galois=True)
+    rt.step(senders, action=action, round=round, tag=tag, stage=mr.Stage.SKETCH, info={**info, "tail": count_tail})
+    server_ctx = mech.keys.context_of(call, SERVER)
+    order, uploads = mr.judge_order({
+        pid: parse_upload(server_ctx, payload, length=length, tail=count_tail, with_values=False)
+        for pid, payload in _uploads(rt, call, senders, mr.Stage.SKETCH).items()})
+    weighted = bool(count_tail and weighted)
+    rt.transport.send(Envelope(SERVER, (holder,), round, tag, gram_request(uploads), stage=Stage.GRAM_REQUEST,
+                               form=Form.CIPHERTEXT))
+    env = _ask_holder(rt, holder, call, action=ACTION_JUDGE, stage=Stage.GRAM_RESULT,
+                      info={"n": len(order), "tail": count_tail, "weighted": int(weighted)})
+    side = mr.ServerSide(order, uploads, read_coefficients(env.payload, len(order)))
+    kept = [p for k, p in enumerate(order) if float(side.coefficients[k]) > 0]
+    total, contributors = secure_sum(kept)
+
+    def ask(coeffs: torch.Tensor) -> bytes:
+        rt.transport.send(Envelope(SERVER, (holder,), round, tag, mr.sketch_sum_request(uploads, coeffs, weighted=weighted),
+                                   stage=Stage.SUM_REQUEST, form=Form.CIPHERTEXT))
+        return _ask_holder(rt, holder, call, action=ACTION_RELEASE, stage=Stage.SUM_RESULT,
+                           info={"length": length, "tail": count_tail}).payload
+
+    out = mr.finish(side, total, contributors, ask=ask, length=length, tail=count_tail, slots=mech.preset.slots,
+                    weighted=weighted, quantization_error=mech.quantization_error(len(contributors)))
+    record_release(rt.party.state.setdefault(f"mech/{mr.NAME}", {}), tag, round,
+                   {p: (float(side.coefficients[k]) if p in contributors else 0.0) for k, p in enumerate(order)})
+    return out, tuple(sorted(contributors))
+
+
 # ====================================================================== client and key-holder halves
 class NodeCKKSRobust:
-    """A client's upload and the key holder's two steps of ``ckks_robust``.
+    """A client's upload and the key holder's two steps of ``ckks_robust`` (and ``masked_robust``:
+    a sketch-only upload, the same judge, a sketch-sum release).
 
     Args:
         rt (ClientRuntime): This party's runtime (registers the key holder's actions).
@@ -111,18 +159,21 @@ class NodeCKKSRobust:
         if not 0 <= tail < vector.numel():
             raise InvalidInputError(f"{pid}: a count tail of {tail} does not fit its {vector.numel()} values")
         self.keys.install(keys, call)
-        payload = encrypt_upload(keys.context_of(call, pid), vector, tail=tail, preset=mech.preset, pid=pid)
-        self.rt.transport.send(Envelope(pid, (SERVER,), step.round, step.tag, payload, stage=Stage.UPLOAD,
-                                        form=Form.CIPHERTEXT))
+        masked = isinstance(mech, mr.MaskedRobust)
+        payload = encrypt_upload(keys.context_of(call, pid), vector, tail=tail, preset=mech.preset, pid=pid,
+                                 with_values=not masked)
+        self.rt.transport.send(Envelope(pid, (SERVER,), step.round, step.tag, payload,
+                                        stage=mr.Stage.SKETCH if masked else Stage.UPLOAD, form=Form.CIPHERTEXT))
 
-    def _mech(self, step: Step) -> tuple[CKKSRobust, Any, Any]:
+    def _mech(self, step: Step) -> tuple[CKKSRobust | mr.MaskedRobust, Any, Any]:
         keys, call = self.keys.call(step.tag, step.round, ExchangeKind.AGGREGATE)
         mech = self.stack.resolve(step.tag, ExchangeKind.AGGREGATE).mechanism
-        if not isinstance(mech, CKKSRobust):
-            raise UnexpectedMessageError(f"{self.rt.party.pid} got a ckks_robust step for {step.tag!r}, bound to {mech.name!r}")
+        if not isinstance(mech, (CKKSRobust, mr.MaskedRobust)):
+            raise UnexpectedMessageError(f"{self.rt.party.pid} got a robust judge step for {step.tag!r}, bound to "
+                                         f"{mech.name!r}")
         return mech, call, keys
 
-    def _request(self, step: Step, stage: str) -> tuple[CKKSRobust, Any, Any, Envelope]:
+    def _request(self, step: Step, stage: str) -> tuple[CKKSRobust | mr.MaskedRobust, Any, Any, Envelope]:
         pid = self.rt.party.pid
         mech, call, keys = self._mech(step)
         if keys.holder(call) != pid:
@@ -145,9 +196,13 @@ class NodeCKKSRobust:
         if expect is None:
             raise UnexpectedMessageError(f"{self.rt.party.pid} was asked to release {step.tag!r} round {step.round} "
                                          "before it judged it")
-        released = release_checked_sum(keys.secret_of(call, self.rt.party.pid), req.payload, expect, mech.noise,
-                                       length=int(step.info["length"]), tail=int(step.info["tail"]))
+        secret, length, tail = keys.secret_of(call, self.rt.party.pid), int(step.info["length"]), int(step.info["tail"])
+        if isinstance(mech, mr.MaskedRobust):
+            released = mr.release_sketch_sum(secret, req.payload, expect, width=sketch_width(length - tail, mech.preset.slots),
+                                             tail=tail)
+        else:
+            released = release_checked_sum(secret, req.payload, expect, mech.noise, length=length, tail=tail)
         self.rt.transport.send(req.reply(released, sender=self.rt.party.pid, stage=Stage.SUM_RESULT, form=Form.AGGREGATE))
 
 
-__all__ = ["ACTION_JUDGE", "ACTION_RELEASE", "NodeCKKSRobust", "robust_sum_server"]
+__all__ = ["ACTION_JUDGE", "ACTION_RELEASE", "NodeCKKSRobust", "masked_robust_server", "robust_sum_server"]

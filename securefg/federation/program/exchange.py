@@ -35,7 +35,11 @@ from securefg.federation.flatten import Layout, flatten, layout_from_text, layou
 from securefg.federation.party import SERVER, Party
 from securefg.federation.program.calls import party_call, stand_ins
 from securefg.federation.program.ckks_flows import NodeCKKS, sum_server
-from securefg.federation.program.ckks_robust_flows import NodeCKKSRobust, robust_sum_server
+from securefg.federation.program.ckks_robust_flows import (
+    NodeCKKSRobust,
+    masked_robust_server,
+    robust_sum_server,
+)
 from securefg.federation.program.client_runtime import ClientRuntime
 from securefg.federation.program.halves import build_halves
 from securefg.federation.program.server_runtime import LAYOUT, ServerRuntime
@@ -45,6 +49,8 @@ from securefg.protocol.ckks.constants import Stage as CKKSStage
 from securefg.protocol.mechanism import ExchangeCall, ExchangeKind
 from securefg.protocol.robust.ckks_robust import CKKSRobust
 from securefg.protocol.robust.ckks_robust import Stage as RobustStage
+from securefg.protocol.robust.masked_robust import MaskedRobust
+from securefg.protocol.robust.masked_robust import Stage as MaskedStage
 from securefg.protocol.robust.mechanism import SubgroupRelease, SubgroupRobust
 from securefg.protocol.robust.subgroups import check_sizes, grouping_seed, partition
 from securefg.protocol.secure_sum import server as ss_server
@@ -189,6 +195,12 @@ class ServerExchange:
         if isinstance(mech, CKKSRobust):
             return robust_sum_server(self.rt, _Bound(mech), tag=tag, round=self.round, clients=members, length=length,
                                      action=ACTION_AGGREGATE, info=dict(info), count_tail=count_tail, weighted=weighted)
+        if isinstance(mech, MaskedRobust):
+            inner = mech.inner
+            return masked_robust_server(self.rt, _Bound(mech), tag=tag, round=self.round, clients=members, length=length,
+                                        action=ACTION_AGGREGATE, info=dict(info), count_tail=count_tail,
+                                        weighted=weighted,
+                                        secure_sum=lambda kept: self._secure_sum(inner, tag, kept, length, info))
         if isinstance(mech, SubgroupRobust):
             return self._subgroups(mech, tag, members, length, info, count_tail=count_tail, weighted=weighted)
         if not hasattr(mech, "combine_uploads"):
@@ -329,6 +341,8 @@ class ClientExchange:
             if clash:
                 raise InvalidInputError(f"{tag!r}: side names {sorted(clash)} are also input names")
             text += "|" + layout_to_text(side_layout)
+        for old in [k for k in self.pending if k[0] == tag and k[1] < round]:  # masked_robust: a dropped client's
+            del self.pending[old]  # input is never asked for
         self.pending[(tag, round)] = _Prepared(v.detach().to("cpu", torch.float64), extra, w)
         self.rt.reply_info[LAYOUT + tag] = text
 
@@ -347,6 +361,11 @@ class ClientExchange:
             del self.pending[key]
             self.rt.transport.send(Envelope(pid, (SERVER,), step.round, step.tag, encode_tensor(vec), stage=PLAINTEXT_UPLOAD))
             return
+        if isinstance(mech, MaskedRobust):
+            if step.stage == MaskedStage.SKETCH:  # the update stays here until the kept clients' masked sum
+                self.ckks_robust.upload(step, torch.from_numpy(self._input(step)))
+                return
+            mech = mech.inner
         if isinstance(mech, CKKSRobust):
             if step.stage != RobustStage.UPLOAD:
                 raise UnexpectedMessageError(f"{pid} got stage {step.stage!r} for ckks_robust tag {step.tag!r}")

@@ -38,6 +38,7 @@ from securefg.federation.program.step import Step
 from securefg.protocol.mechanism import ExchangeKind
 from securefg.protocol.relay import sealing_directory
 from securefg.protocol.robust.ckks_robust import CKKSRobust
+from securefg.protocol.robust.masked_robust import MaskedRobust
 from securefg.protocol.robust.mechanism import SubgroupRobust
 from securefg.protocol.secure_sum import group_key
 from securefg.protocol.secure_sum import server as ss_server
@@ -69,7 +70,7 @@ def _resolve(stack: Any, tag: str) -> Any:
 # ====================================================================== server half
 def shared_sum(ex: Any, tag: str, clients: Iterable[str] | None = None) -> tuple[str, ...]:
     """The server's half of ``shared_sum(tag)`` this round; returns who is in the sum. Under
-    ``subgroup_robust`` or ``ckks_robust`` (the robust option) the server runs the aggregate's
+    ``subgroup_robust``, ``ckks_robust`` or ``masked_robust`` (the robust option) the server runs the aggregate's
     robust flow and sends the robust result back.
 
     Raises:
@@ -83,7 +84,7 @@ def shared_sum(ex: Any, tag: str, clients: Iterable[str] | None = None) -> tuple
     length = layout_from_text(text, what=f"{tag!r} layout").size
     info: dict[str, str | int] = {"layout": text, "members": ",".join(members)}
     mech = res.mechanism
-    if isinstance(mech, (SubgroupRobust, CKKSRobust)):  # a robust rule: the server reads the result
+    if isinstance(mech, (SubgroupRobust, CKKSRobust, MaskedRobust)):  # a robust rule: the server reads the result
         total, contributors = ex._sum(mech, tag, members, length, {"weighted": 0}, count_tail=0, weighted=False)
         payload, form = encode_tensor(total), Form.AGGREGATE
     elif isinstance(mech, BlindSum):
@@ -205,7 +206,7 @@ class SharedSumHalf:
         _resolve(self.ex.stack, tag)
         res, call = self._call(tag, round)
         tensors = self.ex.deviate("shared_sum", tag, tensors)
-        if isinstance(res.mechanism, (SubgroupRobust, CKKSRobust)):  # its sums run as aggregates
+        if isinstance(res.mechanism, (SubgroupRobust, CKKSRobust, MaskedRobust)):  # its sums run as aggregates
             self.ex.contribute(tag, round, tensors)
             return
         vec, layout = flatten(tensors, what=f"{tag!r} from {pid}")

@@ -24,6 +24,9 @@ envelope; the modules named below document them) and says who ends up reading th
 * ``ckks_robust`` (:mod:`securefg.protocol.robust.ckks_robust`): the server computes on
   ciphertexts and reads the robust sum and the rule's coefficients; the key holder reads the
   pseudonymous inner products and the sum.
+* ``masked_robust`` (:mod:`securefg.protocol.robust.masked_robust`): the server computes on
+  sketch ciphertexts, reads the kept clients' masked sum and the rule's coefficients; the key
+  holder reads the pseudonymous inner products and the sketch of the sum.
 * ``plaintext_trimmed_mean`` (:mod:`securefg.attacks.defences`): the server reads every input.
 """
 
@@ -146,6 +149,16 @@ def ckks_robust(kind: ExchangeKind, params: Mapping[str, Any]) -> Exposure:
     raise unsupported("ckks_robust", kind)
 
 
+@declare_exposure("masked_robust")
+def masked_robust(kind: ExchangeKind, params: Mapping[str, Any]) -> Exposure:
+    """The key holder judges sketch inner products; the kept clients' masked sum goes to the server."""
+    if kind is K.AGGREGATE:
+        return {ROLE_SERVER: AGG, ROLE_KEYHOLDER: AGG, ROLE_CLIENT: Form.KEYS}
+    if kind is K.SHARED_SUM:  # the robust result goes on to every client
+        return {ROLE_SERVER: AGG, ROLE_KEYHOLDER: AGG, ROLE_CLIENT: AGG}
+    raise unsupported("masked_robust", kind)
+
+
 @declare_exposure("plaintext_trimmed_mean")
 def plaintext_trimmed_mean(kind: ExchangeKind, params: Mapping[str, Any]) -> Exposure:
     """The server needs every input on its own to trim them."""
@@ -154,5 +167,5 @@ def plaintext_trimmed_mean(kind: ExchangeKind, params: Mapping[str, Any]) -> Exp
     raise unsupported("plaintext_trimmed_mean", kind)
 
 
-__all__ = ["blind_sum", "ckks", "ckks_relay", "ckks_robust", "mailbox", "plaintext", "plaintext_trimmed_mean", "sealed_relay",
+__all__ = ["blind_sum", "ckks", "ckks_relay", "ckks_robust", "mailbox", "masked_robust", "plaintext", "plaintext_trimmed_mean", "sealed_relay",
            "secure_sum", "subgroup_robust"]

@@ -12,10 +12,12 @@ inference on 2-client sums). Here nobody but the owner ever sees an update:
    headroom with no scale to tune. Its count tail ``t_a`` (side counts, then its weight ``w_a``)
    goes apart. The server learns sizes only.
 3. The server draws a secret permutation of the uploaders (pseudonyms), computes every pair's
-   encrypted inner product ``Enc(<y_a, y_b>)`` (:meth:`EncryptedVector.dot`: one ciphertext per
-   sketch, so the cost does not grow with the model) in pseudonym order and sends them with the
-   pseudonymous ``Enc(s_a)`` and tails to the key holder.
-4. The key holder decrypts them, forms the Gram matrix ``G_ab = s_a s_b <y_a, y_b>`` (the count
+   encrypted slot-wise product ``Enc(y_a * y_b + r_ab)`` flooded by a fresh zero-sum mask
+   ``r_ab`` (:meth:`EncryptedVector.masked_product`: one ciphertext product per pair, no rotation,
+   and one ciphertext per sketch, so the cost does not grow with the model) in pseudonym order and
+   sends them with the pseudonymous ``Enc(s_a)`` and tails to the key holder.
+4. The key holder decrypts them and sums each product's slots (``<y_a, y_b>``; the mask sums to
+   zero and hides every single slot), forms the Gram matrix ``G_ab = s_a s_b <y_a, y_b>`` (the count
    sketch keeps inner products in expectation, with a relative error of about ``1/sqrt(slots)``
    of ``||v_a|| ||v_b||``) divided by ``w_a w_b``, runs the rule (:mod:`.gram_rules`: multi-Krum
    and/or a norm bound at ``norm_factor`` times the median norm) and returns one coefficient per
@@ -71,6 +73,7 @@ from securefg.protocol.ckks.key_setup import CKKSKeySetup
 from securefg.protocol.ckks.output_noise import OutputNoise
 from securefg.protocol.ckks.presets import CKKSPreset, resolve_preset
 from securefg.protocol.ckks.secret_context import SecretContext
+from securefg.protocol.csprng import csprng_standard_normal
 from securefg.protocol.guarantees import Voided
 from securefg.protocol.mechanism import ExchangeCall, ExchangeKind, Mechanism, SumOutcome, register_mechanism
 from securefg.protocol.relay.blob_list import pack_blobs, unpack_blobs
@@ -97,6 +100,10 @@ NOISE_FLOOR = 1e-5
 #: decrypt correctly at the top level (scale^2: 2^(sum(data primes) - 2 * scale_bits - 2)), with
 #: 2^4 to spare for up to 16 clients.
 MAX_ABS_SHIFT = 6
+#: Standard deviation of the zero-sum mask on each slot of a sketch product: a slot of a product
+#: of unit-norm sketches is about 1/slots (2.4e-4), so the mask floods it by 2^-28; the slots still
+#: sum to the inner product within 4e-8 (measured at N=8192, well below NOISE_FLOOR).
+PRODUCT_MASK_STD = 2.0**16
 #: Public seed of the count sketch's hash (every party computes the same buckets and signs).
 SKETCH_SEED = 0x5EC0_12E5
 
@@ -133,6 +140,22 @@ class Expectation:
     tail: torch.Tensor
     weighted: bool
     magnitudes: torch.Tensor
+    tails: torch.Tensor | None = None
+    """Each pseudonym's decrypted count tail (``masked_robust`` re-derives ``tail`` for the
+    clients a secure sum ends up holding)."""
+
+    def restricted(self, coefficients: torch.Tensor) -> Expectation:
+        """What a sum over ``coefficients`` (a subset of the judged ones: some kept clients dropped
+        out afterwards) must look like.
+
+        Raises:
+            ProtocolError: ``coefficients`` keeps an input the rule dropped or rescales one.
+        """
+        c = coefficients.to(torch.float64)
+        if c.shape != self.coefficients.shape or bool(((c != 0) & (c != self.coefficients)).any()):
+            raise ProtocolError("the requested robust sum keeps inputs the key holder's rule did not keep")
+        tails = self.tails if self.tails is not None else torch.zeros(c.numel(), 0, dtype=torch.float64)
+        return Expectation(c, self.gram, tails[c > 0].sum(0), self.weighted, self.magnitudes, self.tails)
 
     @property
     def squared_norm(self) -> float:
@@ -176,9 +199,11 @@ def split_magnitude(values: torch.Tensor) -> tuple[float, torch.Tensor]:
     return s, values / s
 
 
-def encrypt_upload(ctx: Any, vector: torch.Tensor, *, tail: int, preset: CKKSPreset, pid: str) -> bytes:
-    """Client ``pid``'s upload: ``Enc(values)``, ``Enc(sketch / s)``, ``Enc(s)`` in every slot and, if
-    ``tail``, ``Enc(counts)``.
+def encrypt_upload(ctx: Any, vector: torch.Tensor, *, tail: int, preset: CKKSPreset, pid: str,
+                   with_values: bool = True) -> bytes:
+    """Client ``pid``'s upload: ``Enc(values)`` (not with ``with_values=False``: ``masked_robust``
+    sends them masked instead), ``Enc(sketch / s)``, ``Enc(s)`` in every slot and, if ``tail``,
+    ``Enc(counts)``.
 
     Raises:
         OverflowRiskError: A value too large for the kept sum to decrypt correctly.
@@ -190,8 +215,8 @@ def encrypt_upload(ctx: Any, vector: torch.Tensor, *, tail: int, preset: CKKSPre
         raise OverflowRiskError(f"{pid}: a value of magnitude {top:.3g} exceeds {bound:.3g}, what a ckks_robust sum of "
                                 f"up to 16 such values decrypts correctly at CKKS preset {preset.name!r}")
     s, unit = split_magnitude(sketch_of(values, preset.slots))
-    blobs = [ctx.encrypt(values).to_bytes(), ctx.encrypt(unit).to_bytes(),
-             ctx.encrypt(torch.full((preset.slots,), s, dtype=torch.float64)).to_bytes()]
+    blobs = [ctx.encrypt(values).to_bytes()] if with_values else []
+    blobs += [ctx.encrypt(unit).to_bytes(), ctx.encrypt(torch.full((preset.slots,), s, dtype=torch.float64)).to_bytes()]
     if tail:
         blobs.append(ctx.encrypt(counts.to(torch.float64)).to_bytes())
     return pack_blobs(blobs)
@@ -201,7 +226,7 @@ def encrypt_upload(ctx: Any, vector: torch.Tensor, *, tail: int, preset: CKKSPre
 class Upload:
     """One client's parsed upload (at the server)."""
 
-    values: EncryptedVector
+    values: EncryptedVector | None
     sketch: EncryptedVector
     magnitude: EncryptedVector
     tail: EncryptedVector | None
@@ -212,29 +237,40 @@ def sketch_width(length: int, slots: int) -> int:
     return min(length, slots)
 
 
-def parse_upload(ctx: Any, payload: bytes, *, length: int, tail: int) -> Upload:
+def parse_upload(ctx: Any, payload: bytes, *, length: int, tail: int, with_values: bool = True) -> Upload:
     """Server side: the parts of one upload, with their lengths checked.
 
     Raises:
         CodecError: Another number of parts or lengths than announced.
     """
+    want = (1 if with_values else 0) + 2 + (1 if tail else 0)
     blobs = unpack_blobs(payload, max_count=4)
-    if len(blobs) != (4 if tail else 3):
-        raise CodecError(f"a ckks_robust upload holds {len(blobs)} part(s), expected {4 if tail else 3}")
-    values = ctx.load(blobs[0], expected_length=length - tail)
-    sketch = ctx.load(blobs[1], expected_length=sketch_width(length - tail, ctx.slots))
-    magnitude = ctx.load(blobs[2], expected_length=ctx.slots)
+    if len(blobs) != want:
+        raise CodecError(f"a robust upload holds {len(blobs)} part(s), expected {want}")
+    values = ctx.load(blobs.pop(0), expected_length=length - tail) if with_values else None
+    sketch = ctx.load(blobs[0], expected_length=sketch_width(length - tail, ctx.slots))
+    magnitude = ctx.load(blobs[1], expected_length=ctx.slots)
     if magnitude.num_chunks != 1 or sketch.num_chunks != 1:
-        raise CodecError("a ckks_robust sketch and magnitude must be one full-slot ciphertext each")
-    return Upload(values, sketch, magnitude, ctx.load(blobs[3], expected_length=tail) if tail else None)
+        raise CodecError("a robust upload's sketch and magnitude must be one full-slot ciphertext each")
+    return Upload(values, sketch, magnitude, ctx.load(blobs[2], expected_length=tail) if tail else None)
 
 
 # ====================================================================== server side
+def zero_sum_mask(slots: int) -> torch.Tensor:
+    """``slots`` Gaussians of standard deviation :data:`PRODUCT_MASK_STD` (OS CSPRNG), shifted to sum
+    to zero: added to a slot-wise product, it leaves the sum and floods every slot."""
+    r = torch.from_numpy(csprng_standard_normal(slots)) * PRODUCT_MASK_STD
+    return r - r.mean()
+
+
 def gram_request(uploads: Sequence[Upload]) -> bytes:
-    """Every pair's encrypted inner product of the sketches (upper triangle, row by row, in
-    pseudonym order), then each pseudonym's magnitude, then its tail."""
+    """Every pair's encrypted slot-wise sketch product, flooded by a zero-sum mask (upper triangle,
+    row by row, in pseudonym order: the key holder sums the slots), then each pseudonym's
+    magnitude, then its tail."""
     n = len(uploads)
-    blobs = [uploads[i].sketch.dot(uploads[j].sketch).to_bytes() for i in range(n) for j in range(i, n)]
+    slots = uploads[0].sketch.chunk_size if uploads else 0
+    blobs = [uploads[i].sketch.masked_product(uploads[j].sketch, zero_sum_mask(slots)).to_bytes()
+             for i in range(n) for j in range(i, n)]
     blobs += [u.magnitude.to_bytes() for u in uploads]
     blobs += [u.tail.to_bytes() for u in uploads if u.tail is not None]
     return pack_blobs(blobs)
@@ -262,14 +298,16 @@ def sum_factor(coefficients: torch.Tensor, weighted: bool) -> float:
     return 1.0 if weighted else coefficients.numel() / kept
 
 
-def selected_sum(uploads: Sequence[Upload], coefficients: torch.Tensor, *, weighted: bool) -> bytes:
-    """``Enc(m sum_a c_a v_a)``, ``Enc(m sum_a c_a s_a y_a)`` (``m``: :func:`sum_factor`) and
-    ``Enc(sum over kept of t_a)``, packed."""
+def selected_sum(uploads: Sequence[Upload], coefficients: torch.Tensor, *, weighted: bool,
+                 with_values: bool = True) -> bytes:
+    """``Enc(m sum_a c_a v_a)`` (unless ``with_values=False``), ``Enc(m sum_a c_a s_a y_a)`` (``m``:
+    :func:`sum_factor`) and ``Enc(sum over kept of t_a)``, packed."""
     kept = [i for i in range(len(uploads)) if float(coefficients[i]) > 0]
     m = sum_factor(coefficients, weighted)
-    blobs = [EncryptedVector.linear_combination([(uploads[i].values, float(coefficients[i]) * m) for i in kept]).to_bytes(),
-             EncryptedVector.linear_combination([(uploads[i].sketch.times_encrypted(uploads[i].magnitude),
-                                                  float(coefficients[i]) * m) for i in kept]).to_bytes()]
+    blobs = ([EncryptedVector.linear_combination([(uploads[i].values, float(coefficients[i]) * m)  # type: ignore[misc]
+                                                  for i in kept]).to_bytes()] if with_values else [])
+    blobs.append(EncryptedVector.linear_combination([(uploads[i].sketch.times_encrypted(uploads[i].magnitude),
+                                                      float(coefficients[i]) * m) for i in kept]).to_bytes())
     if uploads[0].tail is not None:
         blobs.append(EncryptedVector.linear_combination([(uploads[i].tail, 1.0) for i in kept]).to_bytes())  # type: ignore[misc]
     return pack_blobs(blobs)
@@ -296,7 +334,7 @@ def judge(secret: SecretContext, payload: bytes, *, n: int, tail: int, weighted:
     k = 0
     for i in range(n):
         for j in range(i, n):
-            unit[i, j] = unit[j, i] = float(secret.decrypt(secret.load(blobs[k], expected_length=1))[0])
+            unit[i, j] = unit[j, i] = float(secret.decrypt(secret.load(blobs[k], expected_length=secret.slots)).sum())
             k += 1
     mags = torch.tensor([_magnitude_or_zero(secret.decrypt(secret.load(b))) for b in blobs[pairs : pairs + n]],
                         dtype=torch.float64)
@@ -316,7 +354,7 @@ def judge(secret: SecretContext, payload: bytes, *, n: int, tail: int, weighted:
         coeffs[idx] = gram_coefficients(unweighted, rule=rule, trim=trim, norm_factor=norm_factor)
     keep = coeffs > 0
     expected_tail = tails[keep].sum(0) if tail else torch.zeros(0, dtype=torch.float64)
-    return encode_tensor(coeffs), Expectation(coeffs, gram, expected_tail, bool(tail and weighted), mags)
+    return encode_tensor(coeffs), Expectation(coeffs, gram, expected_tail, bool(tail and weighted), mags, tails)
 
 
 def _magnitude_or_zero(slots: torch.Tensor) -> float:

@@ -3,11 +3,13 @@
 The options are the stack's, not the method's: they rebind each tag the method declares in
 ``ROBUST_TAGS`` (its model-update aggregate). ``median``, ``trimmed``, ``norm`` and ``closest``
 bind it to ``subgroup_robust``, keeping the tag's own mechanism, parameters and transforms as the
-per-subgroup sum; the derived stack is named ``<stack>+robust-<rule>-k<k>``. ``krum`` binds each
-of them to ``ckks_robust`` instead (the updates are CKKS-encrypted and a key
-holder runs multi-Krum on their inner products; the tag's transforms are kept), named
-``<stack>+robust-krum``; a ``shared_sum`` tag's robust result is then read by the server and sent
-on to the clients (as under ``subgroup_robust``). Every report says which stack ran.
+per-subgroup sum; the derived stack is named ``<stack>+robust-<rule>-k<k>``. ``krum`` lets a key
+holder run multi-Krum on the inner products of the updates' CKKS-encrypted sketches, keeping the
+tag's transforms: a tag summed by ``secure_sum`` or ``blind_sum`` goes to ``masked_robust`` (the
+kept updates are then summed by SecAgg+ with the tag's own parameters), any other (and any with
+``robust_norm``, a norm bound) to ``ckks_robust`` (the updates themselves CKKS-encrypted). The
+stack is named ``<stack>+robust-krum``; a ``shared_sum`` tag's robust result is then read by the
+server and sent on to the clients (as under ``subgroup_robust``). Every report says which stack ran.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ from typing import Any
 from securefg.errors import ConfigError
 from securefg.protocol.mechanism import mechanism_class
 from securefg.protocol.robust.ckks_robust import NAME as CKKS_ROBUST
+from securefg.protocol.robust.masked_robust import NAME as MASKED_ROBUST
 from securefg.protocol.robust.mechanism import NAME
 from securefg.protocol.robust.rules import RULES
+from securefg.protocol.secure_sum.settings import DEFAULTS as SECURE_SUM_DEFAULTS
 from securefg.protocol.stack import ProtocolStack
 
 BLIND = "blind_sum"
@@ -71,21 +75,37 @@ def robust_stack(stack: ProtocolStack, tags: tuple[str, ...], *, rule: str, k: i
 
 def krum_stack(stack: ProtocolStack, tags: tuple[str, ...], *, trim: float = 0.2,
                norm_factor: float = 0.0) -> ProtocolStack:
-    """``stack`` with each of ``tags`` carried by ``ckks_robust`` (multi-Krum at the key holder)."""
+    """``stack`` with each of ``tags`` judged by multi-Krum at a key holder: ``masked_robust`` for a
+    masked sum without a norm bound, ``ckks_robust`` otherwise."""
     desc = stack.describe()
     bindings = {p: dict(b) for p, b in desc["bindings"].items()}
     tags = tuple(t for t in tags if mechanism_class(stack.binding_for(t).mechanism).returns_sum)  # robust already
     if not tags:
         return stack
+    masked, encrypted = [], []
     for tag in tags:
         b = stack.binding_for(tag)
-        bindings[tag] = {"mechanism": CKKS_ROBUST, "params": {"rule": "krum", "trim": trim, "norm_factor": norm_factor},
-                         "transforms": [{"name": t.name, **t.params} for t in b.transforms]}
-    desc_text = (f"{stack.description.strip()}\n\nRobust option: {list(tags)} CKKS-encrypted; a 'keyholder' party "
-                 f"decrypts only their pairwise inner products, drops the updates multi-Krum flags (trim {trim}) and "
-                 "the server sums the kept ciphertexts (ckks_robust): the server learns the robust mean and which "
-                 "clients were dropped (also for tags that were server-blind: a shared sum's robust result is "
-                 "read by the server and sent on to the clients).")
+        transforms = [{"name": t.name, **t.params} for t in b.transforms]
+        if b.mechanism in ("secure_sum", BLIND) and norm_factor == 0:
+            inner = {k: v for k, v in b.params.items() if k in SECURE_SUM_DEFAULTS}
+            bindings[tag] = {"mechanism": MASKED_ROBUST, "params": {"trim": trim, "inner_params": inner},
+                             "transforms": transforms, **({"unsafe": b.unsafe} if b.unsafe is not None else {})}
+            masked.append(tag)
+        else:
+            bindings[tag] = {"mechanism": CKKS_ROBUST, "params": {"rule": "krum", "trim": trim, "norm_factor": norm_factor},
+                             "transforms": transforms}
+            encrypted.append(tag)
+    parts = []
+    if masked:
+        parts.append(f"{masked} send CKKS-encrypted count sketches; a 'keyholder' party decrypts only their pairwise "
+                     f"inner products and drops the updates multi-Krum flags (trim {trim}); the kept clients' updates "
+                     "are summed by SecAgg+ (masked_robust), and a dropped client's update never leaves it")
+    if encrypted:
+        parts.append(f"{encrypted} CKKS-encrypted with their sketches; the key holder judges the sketches' inner "
+                     f"products (multi-Krum, trim {trim}) and the server sums the kept ciphertexts (ckks_robust)")
+    desc_text = (f"{stack.description.strip()}\n\nRobust option: " + "; ".join(parts) + ". The server learns the "
+                 "robust mean and which clients were dropped (also for tags that were server-blind: a shared sum's "
+                 "robust result is read by the server and sent on to the clients).")
     unsafe = {"unsafe": stack.unsafe} if stack.unsafe is not None else {}
     return ProtocolStack.from_dict({"name": f"{stack.name}+robust-krum", "description": desc_text, "tags": bindings,
                                     **unsafe}, source=f"{stack.source} + --option robust=krum")

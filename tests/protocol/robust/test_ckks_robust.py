@@ -159,17 +159,24 @@ def test_a_stack_with_it_asks_for_a_key_holder_party() -> None:
     assert ProtocolStack.load("fedavg_ckks").helper_parties() == ()
 
 
-def test_the_krum_option_binds_the_update_aggregates_to_ckks_robust() -> None:
+def test_the_krum_option_keeps_masked_sums_masked_and_encrypted_sums_encrypted() -> None:
     from securefg.methods.base import method_class
     from securefg.protocol.robust.options import apply_robust_option
 
-    stack = apply_robust_option(ProtocolStack.load("fedavg_secure_sum"), method_class("fedavg"), {"robust": "krum"})
+    secure = ProtocolStack.load("fedavg_secure_sum")
+    stack = apply_robust_option(secure, method_class("fedavg"), {"robust": "krum"})
     assert stack.name == "fedavg_secure_sum+robust-krum" and stack.helper_parties() == ("keyholder",)
-    assert stack.binding_for(TAG).mechanism == NAME and stack.binding_for(TAG).params["norm_factor"] == 0.0
+    b = stack.binding_for(TAG)
+    assert b.mechanism == "masked_robust" and b.params["inner_params"] == {
+        k: v for k, v in secure.binding_for(TAG).params.items()}  # the tag's own SecAgg+ parameters
     assert stack.binding_for("fedavg/metrics").mechanism == "secure_sum"
+    normed = apply_robust_option(secure, method_class("fedavg"), {"robust": "krum", "robust_norm": 2.0})
+    assert normed.binding_for(TAG).mechanism == NAME and normed.binding_for(TAG).params["norm_factor"] == 2.0
+    ckks = apply_robust_option(ProtocolStack.load("fedavg_ckks"), method_class("fedavg"), {"robust": "krum"})
+    assert ckks.binding_for(TAG).mechanism == NAME and ckks.binding_for(TAG).params["norm_factor"] == 0.0
     fs = apply_robust_option(ProtocolStack.load("fedstruct_secure"), method_class("fedstruct"), {"robust": "krum"})
-    assert fs.binding_for("fedstruct/update").mechanism == NAME
-    assert fs.binding_for("fedstruct/nsf_grad").mechanism == NAME  # the server now reads the robust ∇S sum
+    assert fs.binding_for("fedstruct/update").mechanism == "masked_robust"
+    assert fs.binding_for("fedstruct/nsf_grad").mechanism == "masked_robust"  # the server now reads the robust ∇S sum
     with pytest.raises(ConfigError, match="robust_k"):
         apply_robust_option(ProtocolStack.load("fedavg_secure_sum"), method_class("fedavg"),
                             {"robust": "krum", "robust_k": 2})
