@@ -45,6 +45,8 @@ CANNOT = {
         "the uploads."
     ),
     "plaintext_trimmed_mean": "Nothing is hidden (plaintext); it only bounds a poisoned minority's influence.",
+    "plaintext_krum": ("Nothing is hidden (plaintext): the server reads every update and drops those multi-Krum "
+                       "flags (the rule masked_robust and ckks_robust run at their key holder)."),
     "ckks_robust": (
         "The server learns the robust mean and which clients the rule dropped (with a norm bound, each clipped "
         "client's norm relative to the bound); the key holder learns the pseudonymous updates' norms, pairwise "

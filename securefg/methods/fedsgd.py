@@ -41,6 +41,7 @@ class FedSGD(FedAvg):
     """
 
     name = "fedsgd"
+    default_stack = "fedavg_secure_sum"  # FedStruct's FL GNN baseline: the papers' plain FedSGD, summed by SecAgg+
     tasks = frozenset({"node"})
     option_defaults: ClassVar[dict[str, Any]] = {"weighting": "size", "backbone": "sage", "layers": 3, "dropout": 0.5}
 

@@ -41,7 +41,7 @@ _FEDSAGE_PAPER = "Zhang et al., NeurIPS 2021, https://arxiv.org/abs/2106.13430"
 
 #: Every built-in method, in the order ``--help`` lists them.
 METHOD_CARDS: dict[str, MethodCard] = {c.name: c for c in (
-    MethodCard("fedavg", "FedAvg", _FEDAVG_PAPER, ("node", "graph"), "fedavg_secure_sum", "docs/metrics.md",
+    MethodCard("fedavg", "FedAvg", _FEDAVG_PAPER, ("node", "graph"), "fedavg_secure_robust", "docs/metrics.md",
                "the server averages the clients' model updates every round"),
     MethodCard("fedprox", "FedProx", "Li et al., MLSys 2020, https://arxiv.org/abs/1812.06127", ("node", "graph"),
                "fedavg_secure_sum", "docs/metrics.md", "FedAvg with a proximal term (--prox-mu, default 0.01)"),

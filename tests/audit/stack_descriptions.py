@@ -130,6 +130,13 @@ DESCRIBED: dict[str, dict[str, Described]] = {
         "fedavg/metrics": d(S, "fedavg/metrics (each client's validation and test accuracy) reaches the server in "
                                "plaintext, without noise"),
     },
+    "fedavg_secure_robust": {
+        "fedavg/model": d(C, "the global model is broadcast in the clear."),
+        "fedavg/update": d(K, "The server learns the kept clients' weighted sum (and weight total) and which clients "
+                              "were dropped; the key holder learns the pseudonymous sketches' norms and pairwise "
+                              "distances and their sample counts."),
+        "fedavg/metrics": d(S, "Metrics are summed through SecAgg+"),
+    },
     "fedavg_secure_sum": {
         "fedavg/model": d(C, "The global model is broadcast in the clear: it is public to every client by design."),
         "fedavg/update": d(S, "the server learns only the weighted sum over the clients that survived the round"),

@@ -22,8 +22,9 @@ from securefg.integrations.flower.party import out_file
 
 
 def _cfg(**kw):
+    # SecAgg+ over Flower: FedAvg's default adds multi-Krum (fedavg_secure_robust), a case of its own
     base = {"method": "fedavg", "dataset": "csbm", "clients": 3, "rounds": 2, "seed": 5, "hidden": 8, "local_epochs": 10, "lr": 0.05,
-                "progress": False}
+            "progress": False, "protocol": "fedavg_secure_sum"}
     return RunConfig(**{**base, **kw})
 
 

@@ -249,3 +249,12 @@ def test_locsage_scores_each_owner_on_the_global_test_set() -> None:
     assert 0.0 < m["test_acc"] < 1.0 and m["test_acc"] != m["own_test_acc"]
     with pytest.raises(ConfigError, match="score_on"):
         run_experiment(RunConfig(**{**base, "options": {"score_on": "everywhere"}}))
+
+
+def test_the_fedavg_baseline_column_keeps_the_stack_it_was_measured_under() -> None:
+    """FedAvg's default moved to multi-Krum; the paper's FedAvg column stays on SecAgg+ alone."""
+    paper, _ = FEDPUB.paper()
+    cells = plan(FEDPUB, paper, settings=["Cora 5"], rows=["FedAvg", "FED-PUB"], seeds=[42])
+    protected = {c.method.name: c.method for c in cells if c.method.stack == "protected"}
+    assert protected["fedavg"].protocol == "fedavg_secure_sum" and protected["fedavg"].key == "fedavg@protected"
+    assert protected["fedpub"].protocol is None  # the method's default

@@ -14,22 +14,17 @@ from typing import Any
 #: (method, threat model) -> why the default stays although the cell fails.
 DEFAULT_NOTES: Mapping[tuple[str, str], str] = {
     ("fedavg", "malicious_client"): (
-        "A masked sum hides a poisoned update as well as an honest one. `robust=closest` (row below) passes but "
-        "shows the server partial sums (curious-server label inference 0.856 at k = 2, docs/robust.md). "
-        "`fedavg_robust` (`ckks_robust`: CKKS updates, multi-Krum by a key holder on their encrypted sketches) "
-        "shows the server only the robust mean and who was dropped, and passes the four update-poisoning attacks "
-        "at this configuration (`securefg audit --threat-model update_poisoning --protocol fedavg_robust`, "
-        "seed 0: accuracy drops -0.007, -0.008, -0.006, -0.003; undefended 0.192, 0.008, 0.397, 0.017), at "
-        "accuracy 0.662 / 0.726 / 0.695 against 0.676 / 0.590 / 0.640 on seeds 0-2. By the accuracy rule it "
-        "qualifies; it is not the default yet because a run takes about 20x as long (613 s against 28 s here) and "
-        "its curious-party audits and its `robust=krum` matrix row have not run. {krum_cost}"
+        "The default is `fedavg_secure_robust` (`masked_robust`: multi-Krum by a key holder on encrypted sketches, "
+        "the kept updates summed by SecAgg+), chosen because it costs no accuracy (seeds 0-2: 0.6615 / 0.7401 / "
+        "0.6481 against 0.6757 / 0.5902 / 0.6399 under `fedavg_secure_sum`, docs/robust.md) at 3.4x the run time. "
+        "A poisoned update that stays within the honest spread passes multi-Krum; the failing attacks are listed "
+        "in the row. {krum_cost}"
     ),
     ("fedstruct", "malicious_client"): (
         "The `robust=closest` row passes (docs/robust.md: exit 0 at 30 rounds, -0.39 points of clean accuracy "
         "over seeds 0-2) but shows the server subgroup sums of θ's and ∇S's gradients, and ∇S loses the "
-        "server blindness it has by default. `robust=krum` keeps every gradient encrypted (the rule reads one "
-        "sketch ciphertext per client; the sums carry ∇S's 693,248 values per client and round on Cora under "
-        "CKKS), not audited here. "
+        "server blindness it has by default. `robust=krum` (`masked_robust`: multi-Krum on encrypted sketches, the "
+        "kept gradients summed by SecAgg+; the server then reads the robust ∇S sum) is not audited here. "
         "`crafted_nsf` spoofs relayed NSF rows, which no update aggregate sees."
     ),
     ("fedsage_plus", "malicious_client"): (

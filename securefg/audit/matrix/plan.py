@@ -49,7 +49,7 @@ class MatrixCell:
         """The ``securefg audit`` command line that reproduces this cell alone."""
         r = dict(self.run)
         parts = ["securefg audit", f"--threat-model {self.threat_model}", f"--method {self.method}"]
-        for k in ("dataset", "partition", "clients", "rounds", "seed", "data_seed", "hidden"):
+        for k in ("dataset", "partition", "clients", "rounds", "protocol", "seed", "data_seed", "hidden"):
             if k in r and r[k] is not None:
                 parts.append(f"--{k.replace('_', '-')} {r[k]}")
         for k, v in r.get("options", {}).items():
@@ -64,13 +64,16 @@ class MethodPlan:
     run: dict[str, Any]
     robust_rounds: int | None = None  # add the robust option rows (ROBUST_ROWS) for the malicious client
     robust_rows: tuple[str, ...] = ("robust=closest",)
+    robust_protocol: str | None = None  # the stack the option rows start from (default: the method's)
 
 
 FULL: tuple[MethodPlan, ...] = (
     # 100 rounds: from round ~10 to ~55 FedAvg's global model on Cora METIS predicts one class, so
     # a poisoning "accuracy drop" measured there compares constant predictors (docs/robust.md)
     MethodPlan("fedavg", "FedAvg", {"dataset": "Cora", "partition": "metis", "clients": 10, "rounds": 100, "seed": 0},
-               robust_rounds=100, robust_rows=("robust=closest", "robust=krum")),
+               # the default stack is multi-Krum already (fedavg_secure_robust); the subgroup rule's row starts
+               # from SecAgg+ alone, the stack it makes robust
+               robust_rounds=100, robust_protocol="fedavg_secure_sum"),
     MethodPlan("fedpub", "FED-PUB", {"dataset": "Cora", "partition": "metis", "clients": 10, "rounds": 10, "seed": 42,
                                      "data_seed": 1234}),
     MethodPlan("fedsheafhn", "FedSheafHN", {"dataset": "Cora", "partition": "metis", "clients": 10, "rounds": 20,
@@ -86,7 +89,7 @@ FULL: tuple[MethodPlan, ...] = (
 _QUICK_NODE = {"dataset": "csbm", "clients": 3, "rounds": 2, "hidden": 8, "seed": 0}
 QUICK: tuple[MethodPlan, ...] = (
     MethodPlan("fedavg", "FedAvg", {**_QUICK_NODE, "partition": "metis"}, robust_rounds=2,
-               robust_rows=("robust=closest", "robust=krum")),
+               robust_protocol="fedavg_secure_sum"),
     MethodPlan("fedpub", "FED-PUB", {**_QUICK_NODE, "partition": "metis"}),
     MethodPlan("fedsheafhn", "FedSheafHN", {**_QUICK_NODE, "partition": "metis"}),
     MethodPlan("fedstruct", "FedStruct-B", {**_QUICK_NODE, "partition": "random",
@@ -111,6 +114,8 @@ def cells(plans: tuple[MethodPlan, ...], *, methods: tuple[str, ...] | None = No
             if tm == "malicious_client" and p.robust_rounds is not None:
                 for name in p.robust_rows:
                     run = {**p.run, "rounds": p.robust_rounds, "options": {**p.run.get("options", {}), **ROBUST_ROWS[name]}}
+                    if p.robust_protocol:
+                        run["protocol"] = p.robust_protocol
                     out.append(MatrixCell(p.method, p.label, tm, run, row=name))
     return out
 

@@ -210,7 +210,9 @@ class ServerExchange:
         if not got:
             raise InvalidInputError(f"{tag!r}: no client contributed")
         spec = TensorSpec({"x": (torch.float64, (length,))})
-        outcome = mech.combine_uploads({p: decode_tensor(got[p].payload, spec=spec) for p in sorted(got)})
+        uploads = {p: decode_tensor(got[p].payload, spec=spec) for p in sorted(got)}
+        outcome = (mech.combine_uploads(uploads, count_tail=count_tail, weighted=weighted)
+                   if getattr(mech, "wants_tail", False) else mech.combine_uploads(uploads))
         return outcome.total, outcome.contributors
 
     def _subgroups(self, mech: SubgroupRobust, tag: str, members: list[str], length: int, info: Mapping[str, int], *,

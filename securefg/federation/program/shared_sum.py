@@ -40,6 +40,7 @@ from securefg.protocol.relay import sealing_directory
 from securefg.protocol.robust.ckks_robust import CKKSRobust
 from securefg.protocol.robust.masked_robust import MaskedRobust
 from securefg.protocol.robust.mechanism import SubgroupRobust
+from securefg.protocol.robust.plaintext_krum import PlaintextKrum
 from securefg.protocol.secure_sum import group_key
 from securefg.protocol.secure_sum import server as ss_server
 from securefg.protocol.secure_sum.blind import BlindSum
@@ -84,7 +85,7 @@ def shared_sum(ex: Any, tag: str, clients: Iterable[str] | None = None) -> tuple
     length = layout_from_text(text, what=f"{tag!r} layout").size
     info: dict[str, str | int] = {"layout": text, "members": ",".join(members)}
     mech = res.mechanism
-    if isinstance(mech, (SubgroupRobust, CKKSRobust, MaskedRobust)):  # a robust rule: the server reads the result
+    if isinstance(mech, (SubgroupRobust, CKKSRobust, MaskedRobust, PlaintextKrum)):  # a robust rule: the server reads the result
         total, contributors = ex._sum(mech, tag, members, length, {"weighted": 0}, count_tail=0, weighted=False)
         payload, form = encode_tensor(total), Form.AGGREGATE
     elif isinstance(mech, BlindSum):
@@ -206,7 +207,7 @@ class SharedSumHalf:
         _resolve(self.ex.stack, tag)
         res, call = self._call(tag, round)
         tensors = self.ex.deviate("shared_sum", tag, tensors)
-        if isinstance(res.mechanism, (SubgroupRobust, CKKSRobust, MaskedRobust)):  # its sums run as aggregates
+        if isinstance(res.mechanism, (SubgroupRobust, CKKSRobust, MaskedRobust, PlaintextKrum)):  # its sums run as aggregates
             self.ex.contribute(tag, round, tensors)
             return
         vec, layout = flatten(tensors, what=f"{tag!r} from {pid}")

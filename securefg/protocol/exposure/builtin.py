@@ -27,7 +27,8 @@ envelope; the modules named below document them) and says who ends up reading th
 * ``masked_robust`` (:mod:`securefg.protocol.robust.masked_robust`): the server computes on
   sketch ciphertexts, reads the kept clients' masked sum and the rule's coefficients; the key
   holder reads the pseudonymous inner products and the sketch of the sum.
-* ``plaintext_trimmed_mean`` (:mod:`securefg.attacks.defences`): the server reads every input.
+* ``plaintext_trimmed_mean`` (:mod:`securefg.attacks.defences`), ``plaintext_krum``
+  (:mod:`securefg.protocol.robust.plaintext_krum`): the server reads every input.
 """
 
 from __future__ import annotations
@@ -159,6 +160,16 @@ def masked_robust(kind: ExchangeKind, params: Mapping[str, Any]) -> Exposure:
     raise unsupported("masked_robust", kind)
 
 
+@declare_exposure("plaintext_krum")
+def plaintext_krum(kind: ExchangeKind, params: Mapping[str, Any]) -> Exposure:
+    """The server needs every input's sketch to judge them; it reads the inputs."""
+    if kind is K.AGGREGATE:
+        return {ROLE_SERVER: PLAIN}
+    if kind is K.SHARED_SUM:
+        return {ROLE_SERVER: PLAIN, ROLE_CLIENT: AGG}
+    raise unsupported("plaintext_krum", kind)
+
+
 @declare_exposure("plaintext_trimmed_mean")
 def plaintext_trimmed_mean(kind: ExchangeKind, params: Mapping[str, Any]) -> Exposure:
     """The server needs every input on its own to trim them."""
@@ -167,5 +178,5 @@ def plaintext_trimmed_mean(kind: ExchangeKind, params: Mapping[str, Any]) -> Exp
     raise unsupported("plaintext_trimmed_mean", kind)
 
 
-__all__ = ["blind_sum", "ckks", "ckks_relay", "ckks_robust", "mailbox", "masked_robust", "plaintext", "plaintext_trimmed_mean", "sealed_relay",
+__all__ = ["blind_sum", "ckks", "ckks_relay", "ckks_robust", "mailbox", "masked_robust", "plaintext_krum", "plaintext", "plaintext_trimmed_mean", "sealed_relay",
            "secure_sum", "subgroup_robust"]

@@ -7,6 +7,7 @@ from securefg.protocol.robust.ckks_robust import CKKSRobust, JudgedRelease
 from securefg.protocol.robust.masked_robust import MaskedRobust
 from securefg.protocol.robust.mechanism import SubgroupRelease, SubgroupRobust
 from securefg.protocol.robust.options import ROBUST_OPTIONS, apply_robust_option, robust_stack
+from securefg.protocol.robust.plaintext_krum import PlaintextKrum
 from securefg.protocol.robust.subgroups import check_sizes, partition
 
 __all__ = [
@@ -14,6 +15,7 @@ __all__ = [
            "CKKSRobust",
            "JudgedRelease",
            "MaskedRobust",
+           "PlaintextKrum",
            "SubgroupRelease",
            "SubgroupRobust",
            "apply_robust_option",

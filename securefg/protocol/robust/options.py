@@ -6,8 +6,10 @@ bind it to ``subgroup_robust``, keeping the tag's own mechanism, parameters and 
 per-subgroup sum; the derived stack is named ``<stack>+robust-<rule>-k<k>``. ``krum`` lets a key
 holder run multi-Krum on the inner products of the updates' CKKS-encrypted sketches, keeping the
 tag's transforms: a tag summed by ``secure_sum`` or ``blind_sum`` goes to ``masked_robust`` (the
-kept updates are then summed by SecAgg+ with the tag's own parameters), any other (and any with
-``robust_norm``, a norm bound) to ``ckks_robust`` (the updates themselves CKKS-encrypted). The
+kept updates are then summed by SecAgg+ with the tag's own parameters), a ``plaintext`` tag to
+``plaintext_krum`` (the same rule run by the server on the clear uploads: an audit's unprotected
+comparison), any other (and any with ``robust_norm``, a norm bound) to ``ckks_robust`` (the
+updates themselves CKKS-encrypted). The
 stack is named ``<stack>+robust-krum``; a ``shared_sum`` tag's robust result is then read by the
 server and sent on to the clients (as under ``subgroup_robust``). Every report says which stack ran.
 """
@@ -22,6 +24,7 @@ from securefg.protocol.mechanism import mechanism_class
 from securefg.protocol.robust.ckks_robust import NAME as CKKS_ROBUST
 from securefg.protocol.robust.masked_robust import NAME as MASKED_ROBUST
 from securefg.protocol.robust.mechanism import NAME
+from securefg.protocol.robust.plaintext_krum import NAME as PLAINTEXT_KRUM
 from securefg.protocol.robust.rules import RULES
 from securefg.protocol.secure_sum.settings import DEFAULTS as SECURE_SUM_DEFAULTS
 from securefg.protocol.stack import ProtocolStack
@@ -82,11 +85,14 @@ def krum_stack(stack: ProtocolStack, tags: tuple[str, ...], *, trim: float = 0.2
     tags = tuple(t for t in tags if mechanism_class(stack.binding_for(t).mechanism).returns_sum)  # robust already
     if not tags:
         return stack
-    masked, encrypted = [], []
+    masked, encrypted, clear = [], [], []
     for tag in tags:
         b = stack.binding_for(tag)
         transforms = [{"name": t.name, **t.params} for t in b.transforms]
-        if b.mechanism in ("secure_sum", BLIND) and norm_factor == 0:
+        if b.mechanism == "plaintext" and norm_factor == 0:  # the same rule, nothing to hide
+            bindings[tag] = {"mechanism": PLAINTEXT_KRUM, "params": {"trim": trim}, "transforms": transforms}
+            clear.append(tag)
+        elif b.mechanism in ("secure_sum", BLIND) and norm_factor == 0:
             inner = {k: v for k, v in b.params.items() if k in SECURE_SUM_DEFAULTS}
             bindings[tag] = {"mechanism": MASKED_ROBUST, "params": {"trim": trim, "inner_params": inner},
                              "transforms": transforms, **({"unsafe": b.unsafe} if b.unsafe is not None else {})}
@@ -100,6 +106,9 @@ def krum_stack(stack: ProtocolStack, tags: tuple[str, ...], *, trim: float = 0.2
         parts.append(f"{masked} send CKKS-encrypted count sketches; a 'keyholder' party decrypts only their pairwise "
                      f"inner products and drops the updates multi-Krum flags (trim {trim}); the kept clients' updates "
                      "are summed by SecAgg+ (masked_robust), and a dropped client's update never leaves it")
+    if clear:
+        parts.append(f"{clear} judged in the clear by the server (plaintext_krum: multi-Krum, trim {trim}, on the "
+                     "uploads' count sketches, the rule the protected stacks run at their key holder)")
     if encrypted:
         parts.append(f"{encrypted} CKKS-encrypted with their sketches; the key holder judges the sketches' inner "
                      f"products (multi-Krum, trim {trim}) and the server sums the kept ciphertexts (ckks_robust)")

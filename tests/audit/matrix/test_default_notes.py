@@ -26,7 +26,7 @@ def test_each_failing_default_gets_its_note_and_passing_or_option_rows_none() ->
 
 def test_without_the_krum_row_the_note_keeps_its_measured_figures_only() -> None:
     (line,) = why_defaults_stay([row("fedavg", "malicious_client", "fail")], robust_costs([]))
-    assert "In this run" not in line and "fedavg_robust" in line and "{" not in line
+    assert "In this run" not in line and "fedavg_secure_robust" in line and "{" not in line
 
 
 def test_every_note_names_a_matrix_method() -> None:

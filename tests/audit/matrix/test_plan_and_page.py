@@ -26,17 +26,17 @@ def test_every_message_exchanging_method_meets_every_threat_model_with_robust_ro
         robust = [c for c in got if c.row != "default"]
         assert robust and all(c.threat_model == "malicious_client" and c.run["options"]["robust"] in ("closest", "krum")
                               for c in robust)
-        assert {c.row for c in robust if c.method == "fedavg"} == {"robust=closest", "robust=krum"}
+        assert {c.row for c in robust if c.method == "fedavg"} == {"robust=closest"}  # krum: the default stack
         assert len({c.key for c in got}) == len(got)  # one folder per cell
 
 
 def test_the_fedavg_robust_row_is_the_documented_robust_audit() -> None:
     row = next(c for c in cells(FULL) if c.method == "fedavg" and c.row == "robust=closest")
     assert row.command() == ("securefg audit --threat-model malicious_client --method fedavg --dataset Cora "
-                             "--partition metis --clients 10 --rounds 100 --seed 0 --option robust=closest "
-                             "--option robust_k=2 --option robust_norm=0 --out DIR")
-    krum = next(c for c in cells(FULL) if c.method == "fedavg" and c.row == "robust=krum")
-    assert krum.command().endswith("--rounds 100 --seed 0 --option robust=krum --out DIR") and krum.key != row.key
+                             "--partition metis --clients 10 --rounds 100 --protocol fedavg_secure_sum --seed 0 "
+                             "--option robust=closest --option robust_k=2 --option robust_norm=0 --out DIR")
+    default = next(c for c in cells(FULL) if c.method == "fedavg" and c.threat_model == "malicious_client")
+    assert "--protocol" not in default.command()  # the default stack: fedavg_secure_robust
 
 
 @pytest.mark.parametrize("argv, expected", [

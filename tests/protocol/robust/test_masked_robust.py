@@ -134,3 +134,26 @@ def test_the_key_holder_releases_the_sketch_sum_of_a_kept_subset_and_refuses_any
 def test_bad_parameters_are_refused(params: dict[str, Any], match: str) -> None:
     with pytest.raises(ConfigError, match=match):
         ProtocolStack.from_dict({"name": "t", "tags": binding(**params)})
+
+
+def test_the_plaintext_rule_keeps_the_clients_the_key_holder_keeps() -> None:
+    """plaintext_krum (the audit's unprotected comparison) judges the same sketches in the clear."""
+    from securefg.protocol.robust.plaintext_krum import NAME as PLAIN_KRUM
+
+    xs = honest_and_flipped([f"client/{k}" for k in range(10)], seed=5)
+    weights = {f"client/{k}": float(1 + k) for k in range(10)}
+    outs, kept = {}, {}
+    for name in (NAME, PLAIN_KRUM):
+        fed = build_federation(10, {TAG: {"mechanism": name, "params": {}}}, extra=["keyholder"])
+        outs[name] = fed.exchange.aggregate(TAG, xs, weights=weights)["w"]
+        kept[name] = tuple(fed.exchange.last_contributors)
+    assert kept[NAME] == kept[PLAIN_KRUM] and "client/4" not in kept[NAME]
+    assert torch.allclose(outs[NAME], outs[PLAIN_KRUM], atol=1e-9)
+
+
+def test_the_krum_option_on_a_plaintext_stack_judges_in_the_clear() -> None:
+    from securefg.methods.base import method_class
+    from securefg.protocol.robust.options import apply_robust_option
+
+    stack = apply_robust_option(ProtocolStack.load("plaintext"), method_class("fedavg"), {"robust": "krum"})
+    assert stack.binding_for(TAG).mechanism == "plaintext_krum" and stack.helper_parties() == ()
