@@ -29,6 +29,7 @@ import torch
 
 from securefg.protocol.mechanism import ExchangeCall, ExchangeKind, Mechanism, SumOutcome, register_mechanism
 from securefg.protocol.plaintext import upload_vectors
+from securefg.protocol.robust.gram_rules import trim_problems
 from securefg.protocol.stack import ProtocolStack
 from securefg.toml_files import toml_value
 
@@ -56,11 +57,7 @@ class PlaintextTrimmedMean(Mechanism):
 
     @classmethod
     def validate_params(cls, params: Mapping[str, Any]) -> list[str]:
-        problems = super().validate_params(params)
-        trim = {**cls.defaults, **params}["trim"]
-        if not isinstance(trim, (int, float)) or isinstance(trim, bool) or not 0 <= trim < 0.5:
-            problems.append(f"trim must be a number in [0, 0.5), got {trim!r}")
-        return problems
+        return super().validate_params(params) + trim_problems({**cls.defaults, **params}["trim"])
 
     def run_aggregate(self, call: ExchangeCall, inputs: Mapping[str, torch.Tensor]) -> SumOutcome:
         return self.combine_uploads(upload_vectors(call, inputs, call.server, "plaintext/upload"))

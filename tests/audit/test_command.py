@@ -10,7 +10,9 @@ import pytest
 from securefg.audit.report import AuditReport
 from securefg.cli import main
 
-RUN = ["--method", "fedavg", "--dataset", "csbm", "--clients", "3", "--rounds", "2", "--hidden", "8", "--seed", "1"]
+# SecAgg+ alone: FedAvg's default (fedavg_secure_robust) adds the key holder's judge
+RUN = ["--method", "fedavg", "--dataset", "csbm", "--clients", "3", "--rounds", "2", "--hidden", "8", "--seed", "1",
+       "--protocol", "fedavg_secure_sum"]
 
 
 @pytest.fixture(scope="module")

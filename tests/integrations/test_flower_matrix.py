@@ -40,7 +40,7 @@ CASES: dict[str, tuple[str, str | None, dict[str, Any], str]] = {
     "fedavg-ckks": ("fedavg", "fedavg_ckks", NODE, "ckks"),
     "fedavg-robust": ("fedavg", "fedavg_robust", NODE, "ckks"),  # adds a keyholder party (its own process)
     "fedavg-masked-robust": ("fedavg", None, {**NODE, "options": {"robust": "krum"}}, "ckks"),  # masked_robust
-    "fedavg-graphs": ("fedavg", None, {**GRAPH, "rounds": 2, "local_epochs": 2, "hidden": 8}, "exact"),
+    "fedavg-graphs": ("fedavg", None, {**GRAPH, "rounds": 2, "local_epochs": 2, "hidden": 8}, "ckks"),  # default: masked_robust
     "local-graphs": ("local", None, {**GRAPH, "rounds": 2, "local_epochs": 2, "hidden": 8}, "exact"),
     "fedstruct-A": ("fedstruct", None, {**NODE, "options": {**FEDSTRUCT, "variant": "A"}}, "exact"),
     "fedstruct-hardened": ("fedstruct", None, {**NODE, "options": {**FEDSTRUCT, "hardened": True}}, "exact"),

@@ -24,9 +24,10 @@ from securefg.experiment import RunConfig, run_experiment
 from securefg.federation.runner import RoundRunner
 
 REPO = Path(__file__).resolve().parents[2]
-# the small CSBM task of test_flower_backend.py
+# the small CSBM task of test_flower_backend.py, under SecAgg+ alone (FedAvg's default stack adds a
+# keyholder site; docs/flower.md's walkthrough pins this stack too)
 RUN_OPTIONS = ["--method", "fedavg", "--dataset", "csbm", "--clients", "3", "--rounds", "2", "--seed", "5",
-               "--hidden", "8", "--local-epochs", "10", "--lr", "0.05"]
+               "--hidden", "8", "--local-epochs", "10", "--lr", "0.05", "--protocol", "fedavg_secure_sum"]
 CLIENTS = ["client/0", "client/1", "client/2"]
 
 
@@ -108,7 +109,7 @@ def test_server_and_clients_from_their_own_folders_over_tls_match_the_in_process
         # meanwhile, the same run in process, keeping what its server learned
         monkeypatch.setattr(RoundRunner, "run", keep_view)
         run_experiment(RunConfig(method="fedavg", dataset="csbm", clients=3, rounds=2, seed=5, hidden=8,
-                                 local_epochs=10, lr=0.05, progress=False))
+                                 local_epochs=10, lr=0.05, progress=False, protocol="fedavg_secure_sum"))
         for pid, p in procs.items():
             logs[pid] = p.communicate(timeout=240)[0]
     finally:

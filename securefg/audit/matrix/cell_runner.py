@@ -25,11 +25,14 @@ VERDICTS = ("error", "fail", "release", "pass", "report", "n/a")
 
 
 def run_config(cell: MatrixCell, *, data_root: str | None, device: str, protocol: str | None = None) -> Any:
-    """The :class:`~securefg.run_config.RunConfig` of a cell (its default stack unless ``protocol``)."""
+    """The :class:`~securefg.run_config.RunConfig` of a cell (its own stack, else the method's default,
+    unless ``protocol``)."""
     from securefg.run_config import RunConfig
 
     run = dict(cell.run)
     options = dict(run.pop("options", {}))
+    protocol = protocol or run.pop("protocol", None)
+    run.pop("protocol", None)
     return RunConfig(method=cell.method, protocol=protocol, data_root=data_root, device=device, progress=False,
                      options=options, **run)
 

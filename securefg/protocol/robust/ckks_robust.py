@@ -441,7 +441,7 @@ class CKKSRobust(Mechanism):
         preset (str): CKKS preset (needs two levels: product, mask). (default: ``"default"``)
         rule (str): ``"krum"`` (multi-Krum: drop ``ceil(trim * n)`` inputs) or ``"norm"``
             (keep every input, bound its norm). (default: ``"krum"``)
-        trim (float): Share of inputs multi-Krum drops (at most a minority). (default: ``0.2``)
+        trim (float): Share of inputs multi-Krum drops (at most ``(n - 3) // 2``: Krum's ``n >= 2f + 3``). (default: ``0.2``)
         norm_factor (float): Inputs are scaled to at most this times the kept inputs' median norm;
             ``0`` disables the bound. (default: ``0.0``)
         output_noise, flood_std, round_bits: As ``ckks``: what the key holder adds to the sum.

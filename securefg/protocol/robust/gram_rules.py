@@ -13,6 +13,7 @@ https://arxiv.org/abs/1703.02757; El Mhamdi et al., ICML 2018) and a norm bound 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 
@@ -21,9 +22,18 @@ from securefg.errors import InvalidInputError
 GRAM_RULES = ("krum", "norm")
 
 
+def trim_problems(trim: Any) -> list[str]:
+    """A config problem unless ``trim`` is a number in ``[0, 0.5)`` (a share a robust rule drops)."""
+    if not isinstance(trim, (int, float)) or isinstance(trim, bool) or not 0 <= trim < 0.5:
+        return [f"trim must be a number in [0, 0.5), got {trim!r}"]
+    return []
+
+
 def tolerated(n: int, trim: float) -> int:
-    """How many inputs multi-Krum drops: ``ceil(trim * n)``, at most ``(n - 1) // 2`` (a strict minority)."""
-    return max(0, min(math.ceil(trim * n - 1e-9), (n - 1) // 2))
+    """How many inputs multi-Krum drops: ``ceil(trim * n)``, at most ``(n - 3) // 2``, Krum's own
+    condition ``n >= 2f + 3`` (Blanchard et al.): with 3 or 4 clients it drops none, since no
+    majority of neighbours could then vouch for an input (it would drop an honest one every round)."""
+    return max(0, min(math.ceil(trim * n - 1e-9), (n - 3) // 2))
 
 
 def squared_distances(gram: torch.Tensor) -> torch.Tensor:
@@ -97,5 +107,13 @@ def check_gram(gram: torch.Tensor) -> None:
         raise InvalidInputError("the Gram matrix is not symmetric")
 
 
-__all__ = ["GRAM_RULES", "check_gram", "gram_coefficients", "krum_scores", "norm_coefficients",
-           "squared_distances", "tolerated"]
+__all__ = [
+    "GRAM_RULES",
+    "check_gram",
+    "gram_coefficients",
+    "krum_scores",
+    "norm_coefficients",
+    "squared_distances",
+    "tolerated",
+    "trim_problems",
+]

@@ -59,6 +59,7 @@ from securefg.protocol.robust.ckks_robust import (
     sketch_width,
     sum_factor,
 )
+from securefg.protocol.robust.gram_rules import trim_problems
 from securefg.protocol.secure_sum.mechanism import SecureSum
 from securefg.protocol.secure_sum.settings import DEFAULTS as SECURE_SUM_DEFAULTS
 from securefg.protocol.shared_result import share_sum
@@ -200,7 +201,7 @@ class MaskedRobust(Mechanism):
 
     Args:
         preset (str): CKKS preset of the sketches (needs two levels). (default: ``"default"``)
-        trim (float): Share of inputs multi-Krum drops (at most a minority). (default: ``0.2``)
+        trim (float): Share of inputs multi-Krum drops (at most ``(n - 3) // 2``: Krum's ``n >= 2f + 3``). (default: ``0.2``)
         inner_params (dict): ``secure_sum`` parameters of the masked sum. (default: its defaults)
 
     Raises:
@@ -230,9 +231,7 @@ class MaskedRobust(Mechanism):
         problems += ckks_key_problems(p)
         if p["rule"] != "krum":
             problems.append(f"rule must be 'krum' (a norm bound needs ckks_robust), got {p['rule']!r}")
-        trim = p["trim"]
-        if not isinstance(trim, (int, float)) or isinstance(trim, bool) or not 0.0 <= trim < 0.5:
-            problems.append(f"trim must be a number in [0, 0.5), got {trim!r}")
+        problems += trim_problems(p["trim"])
         inner = p["inner_params"]
         if not isinstance(inner, Mapping):
             problems.append(f"inner_params must be a table of secure_sum parameters, got {inner!r}")

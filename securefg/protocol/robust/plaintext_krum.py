@@ -21,7 +21,7 @@ from securefg.federation.envelope import Form
 from securefg.protocol.mechanism import ExchangeCall, ExchangeKind, Mechanism, SumOutcome, register_mechanism
 from securefg.protocol.plaintext import upload_vectors
 from securefg.protocol.robust.ckks_robust import sketch_of, sum_factor
-from securefg.protocol.robust.gram_rules import gram_coefficients
+from securefg.protocol.robust.gram_rules import gram_coefficients, trim_problems
 from securefg.protocol.shared_result import share_sum
 
 NAME = "plaintext_krum"
@@ -61,7 +61,7 @@ class PlaintextKrum(Mechanism):
     """Multi-Krum on the clear uploads' sketches (the protected robust mechanisms' rule, unprotected).
 
     Args:
-        trim (float): Share of inputs multi-Krum drops (at most a minority). (default: ``0.2``)
+        trim (float): Share of inputs multi-Krum drops (at most ``(n - 3) // 2``: Krum's ``n >= 2f + 3``). (default: ``0.2``)
     """
 
     name = NAME
@@ -75,11 +75,7 @@ class PlaintextKrum(Mechanism):
 
     @classmethod
     def validate_params(cls, params: Mapping[str, Any]) -> list[str]:
-        problems = super().validate_params(params)
-        trim = {**cls.defaults, **params}["trim"]
-        if not isinstance(trim, (int, float)) or isinstance(trim, bool) or not 0 <= trim < 0.5:
-            problems.append(f"trim must be a number in [0, 0.5), got {trim!r}")
-        return problems
+        return super().validate_params(params) + trim_problems({**cls.defaults, **params}["trim"])
 
     def combine_uploads(self, got: Mapping[str, torch.Tensor], *, count_tail: int = 0,
                         weighted: bool = False) -> SumOutcome:

@@ -187,11 +187,11 @@ def test_a_shared_sum_sends_every_client_the_robust_aggregate() -> None:
     xs = honest_and_flipped(fed.clients, seed=3)
     got = fed.exchange.shared_sum("fedstruct/nsf_grad", xs)
     rel = fed.parties["server"].state[f"mech/{NAME}"]["released"][("fedstruct/nsf_grad", fed.exchange.round)]
-    assert rel.coefficients["client/4"] == 0 and len(rel.kept) == 4
+    assert rel.coefficients["client/4"] == 0 and len(rel.kept) == 5  # n = 6: f = 1 (n >= 2f + 3)
     values = [v["w"] for v in got.values()]
     assert len(values) == 6 and all(torch.equal(values[0], v) for v in values)
     # an unweighted sum: the kept inputs' sum scaled to all six (an estimate of the full sum)
-    assert torch.allclose(values[0], sum(xs[c]["w"] for c in rel.kept) * 6 / 4, atol=1e-4)
+    assert torch.allclose(values[0], sum(xs[c]["w"] for c in rel.kept) * 6 / 5, atol=1e-4)
 
 
 def test_an_upload_not_split_as_the_protocol_splits_it_is_dropped_not_trusted() -> None:

@@ -23,21 +23,13 @@ from securefg.protocol.robust.masked_robust import (
 )
 from securefg.protocol.stack import ProtocolStack
 from tests.protocol.federation_fixture import build_federation
+from tests.protocol.robust.test_ckks_robust import SIZE, honest_and_flipped
 
 TAG = "fedavg/update"
-SIZE = 5000  # a sketch of 4096 buckets: not the vector itself
 
 
 def binding(**params: Any) -> dict[str, Any]:
     return {TAG: {"mechanism": NAME, "params": params}}
-
-
-def honest_and_flipped(clients: list[str], seed: int = 0) -> dict[str, dict[str, torch.Tensor]]:
-    g = torch.Generator().manual_seed(seed)
-    base = torch.randn(SIZE, generator=g, dtype=torch.float64)
-    xs = {c: {"w": base + 0.3 * torch.randn(SIZE, generator=g, dtype=torch.float64)} for c in clients}
-    xs[clients[4]] = {"w": -10 * xs[clients[4]]["w"]}
-    return xs
 
 
 def released(fed: Any, tag: str = TAG) -> Any:
@@ -77,10 +69,10 @@ def test_a_shared_sum_sends_every_client_the_robust_aggregate_scaled_to_all() ->
     xs = honest_and_flipped(fed.clients, seed=3)
     got = fed.exchange.shared_sum(tag, xs)
     rel = released(fed, tag)
-    assert rel.coefficients["client/4"] == 0 and len(rel.kept) == 4
+    assert rel.coefficients["client/4"] == 0 and len(rel.kept) == 5  # n = 6: f = 1 (n >= 2f + 3)
     values = [v["w"] for v in got.values()]
     assert all(torch.equal(values[0], v) for v in values)
-    assert torch.allclose(values[0], sum(xs[c]["w"] for c in rel.kept) * 6 / 4, atol=1e-6)
+    assert torch.allclose(values[0], sum(xs[c]["w"] for c in rel.kept) * 6 / 5, atol=1e-6)
 
 
 def _judged(n: int = 5) -> tuple[SecretContext, list[cr.Upload], cr.Expectation, list[torch.Tensor]]:
