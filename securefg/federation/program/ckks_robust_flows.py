@@ -105,6 +105,11 @@ def masked_robust_server(rt: ServerRuntime, res: Resolved, *, tag: str, round: i
     mech.preset.require_levels(2, what="masked_robust (ciphertext product, then a sum)")
     call = _server_call(rt, res, round=round, tag=tag, kind=ExchangeKind.AGGREGATE)
     senders = [c for c in clients if c not in rt.dropped]
+    if not mech.judges(len(senders)):
+        total, contributors = secure_sum(senders)
+        out = mr.unjudged(rt.party.state.setdefault(f"mech/{mr.NAME}", {}), tag, round, senders, total, contributors,
+                          tail=count_tail, weighted=bool(count_tail and weighted))
+        return out.total, out.contributors
     holder = ensure_keys(rt, mech.keys, call, kind=ExchangeKind.AGGREGATE, encryptors=senders, decryptors=(),
                          galois=True)
     rt.step(senders, action=action, round=round, tag=tag, stage=mr.Stage.SKETCH, info={**info, "tail": count_tail})

@@ -59,7 +59,7 @@ from securefg.protocol.robust.ckks_robust import (
     sketch_width,
     sum_factor,
 )
-from securefg.protocol.robust.gram_rules import trim_problems
+from securefg.protocol.robust.gram_rules import tolerated, trim_problems
 from securefg.protocol.secure_sum.mechanism import SecureSum
 from securefg.protocol.secure_sum.settings import DEFAULTS as SECURE_SUM_DEFAULTS
 from securefg.protocol.shared_result import share_sum
@@ -194,6 +194,17 @@ def finish(side: ServerSide, total: torch.Tensor, contributors: Sequence[str], *
     return scaled
 
 
+def unjudged(state: dict[str, Any], tag: str, round: int, senders: Sequence[str], total: torch.Tensor,
+             contributors: Sequence[str], *, tail: int, weighted: bool) -> SumOutcome:
+    """The masked sum of a call the rule could not judge (too few clients): every client kept, an
+    unweighted sum scaled by ``n / contributors`` when some dropped out, as a judged one is."""
+    out = total.to(torch.float64).clone()
+    if not weighted and contributors:
+        out[: out.numel() - tail] *= len(senders) / len(contributors)
+    cr.record_release(state, tag, round, {p: (1.0 if p in contributors else 0.0) for p in senders})
+    return SumOutcome(out, tuple(sorted(contributors)))
+
+
 # ====================================================================== the mechanism
 @register_mechanism
 class MaskedRobust(Mechanism):
@@ -248,6 +259,12 @@ class MaskedRobust(Mechanism):
         inner = params.get("inner_params", {})
         return SecureSum.voided_guarantees(dict(inner) if isinstance(inner, Mapping) else {})
 
+    def judges(self, n: int) -> bool:
+        """Whether the rule may drop anyone among ``n`` uploaders (Krum's ``n >= 2f + 3``): with
+        fewer than five clients it may not, and the call is the inner masked sum alone (no
+        sketches, no key holder: they would cost bytes and time to keep everyone)."""
+        return tolerated(n, float(self.params["trim"])) > 0
+
     def rule_params(self) -> dict[str, Any]:
         return {"rule": "krum", "trim": float(self.params["trim"]), "norm_factor": 0.0}
 
@@ -261,9 +278,13 @@ class MaskedRobust(Mechanism):
         senders = sorted(p for p in inputs if p not in call.transport.offline)
         if not senders:
             raise InvalidInputError(f"no client uploaded anything for {call.tag!r}")
-        holder = self.keys.ensure(call, encryptors=senders, decryptors=(), galois=True)
         length, tail = int(next(iter(inputs.values())).numel()), int(call.count_tail)
         weighted = bool(tail and call.weighted)
+        if not self.judges(len(senders)):
+            inner = self.inner.run_aggregate(call, {p: inputs[p] for p in senders})
+            return unjudged(call.state_of(call.server, NAME), call.tag, call.round, senders, inner.total,
+                            inner.contributors, tail=tail, weighted=weighted)
+        holder = self.keys.ensure(call, encryptors=senders, decryptors=(), galois=True)
 
         # --- each client: its sketch; the server parses
         server_ctx = self.keys.context_of(call, call.server)
@@ -319,4 +340,4 @@ class MaskedRobust(Mechanism):
 
 
 __all__ = ["NAME", "MaskedRobust", "ServerSide", "Stage", "check_masked_sum", "finish", "judge_order",
-           "release_sketch_sum", "sketch_sum_request"]
+           "release_sketch_sum", "sketch_sum_request", "unjudged"]

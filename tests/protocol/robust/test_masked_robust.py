@@ -149,3 +149,15 @@ def test_the_krum_option_on_a_plaintext_stack_judges_in_the_clear() -> None:
 
     stack = apply_robust_option(ProtocolStack.load("plaintext"), method_class("fedavg"), {"robust": "krum"})
     assert stack.binding_for(TAG).mechanism == "plaintext_krum" and stack.helper_parties() == ()
+
+
+def test_with_too_few_clients_to_judge_it_is_the_masked_sum_alone() -> None:
+    """Krum may drop nobody among four (n >= 2f + 3): no sketch, no key holder, the plain mean."""
+    fed = build_federation(4, binding(), extra=["keyholder"])
+    xs = honest_and_flipped([*fed.clients, "client/x"])
+    xs = {c: xs[c] for c in fed.clients}
+    out = fed.exchange.aggregate(TAG, xs)["w"]
+    assert torch.allclose(out, sum(x["w"] for x in xs.values()) / 4, atol=1e-9)
+    recs = [r for r in fed.transcript if r.tag == TAG]
+    assert not any(r.stage == Stage.SKETCH or r.receiver == "keyholder" for r in recs)
+    assert set(released(fed).kept) == set(fed.clients)
