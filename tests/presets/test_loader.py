@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -40,10 +41,16 @@ def test_lookup_uses_the_default_partition_the_catalog_spelling_and_the_alias() 
     assert preset_for("fedavg", "Cora", None) is None  # no file
 
 
-def test_fedsheafhn_computers_holds_the_code_values_not_the_test_picked_ones() -> None:
+def test_fedsheafhn_computers_comes_from_its_validation_study_not_the_test_picked_values() -> None:
     p = preset_for("fedsheafhn", "Computers", "metis")
-    assert (p.lr, p.weight_decay, p.local_epochs, dict(p.options)) == (0.02, 5e-4, 5, {"dropout": 0.3})
-    assert p.source == "reference code" and "test scores" in (p.note or "")
+    assert p.source == "study:studies/fedsheafhn_Computers_metis.json"
+    study = json.loads((SHIPPED / "studies" / "fedsheafhn_Computers_metis.json").read_text())
+    best = max((t for t in study["trials"] if t["state"] == "COMPLETE"), key=lambda t: t["value"])
+    assert (best["params"]["lr"], best["params"]["local_epochs"]) == (p.lr, p.local_epochs)
+    assert (p.weight_decay, p.options["generated_wd"], p.options["hn_lr"]) != (1e-4, 1e-4, 0.003)  # the test-picked ones
+    overlap = preset_for("fedsheafhn", "Computers", "metis_overlap")  # no study yet: the code's values
+    assert (overlap.lr, overlap.weight_decay, overlap.local_epochs) == (0.02, 5e-4, 5)
+    assert overlap.source == "reference code" and "test scores" in (overlap.note or "")
 
 
 def test_a_bad_file_lists_every_problem(folder: Path) -> None:
