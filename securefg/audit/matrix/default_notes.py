@@ -29,8 +29,8 @@ DEFAULT_NOTES: Mapping[tuple[str, str], str] = {
     ),
     ("fedsage_plus", "malicious_client"): (
         "With the paper's three owners no robust rule has a majority to lean on: subgroups of two leave one "
-        "subgroup, and multi-Krum keeps two of three updates every round, dropping an honest owner's whenever "
-        "the attacker is absent (not audited here)."
+        "subgroup, and multi-Krum may drop nobody among three (its condition n >= 2f + 3), so "
+        "`robust=krum` is SecAgg+ alone there (not audited here)."
     ),
     ("cefgc", "malicious_client"): (
         "CeFGC's one FedAvg round averages three clients' GIN weights once: no rule can tell one poisoned "
