@@ -35,7 +35,6 @@ from securefg.federation.program.client_runtime import ClientRuntime
 from securefg.federation.program.server_runtime import ServerRuntime
 from securefg.federation.program.step import Step
 from securefg.protocol.mechanism import ExchangeKind
-from securefg.protocol.relay.shuffle import secure_permutation
 from securefg.protocol.robust import masked_robust as mr
 from securefg.protocol.robust.ckks_robust import (
     NAME,
@@ -46,6 +45,7 @@ from securefg.protocol.robust.ckks_robust import (
     gram_request,
     judge,
     parse_upload,
+    pseudonym_order,
     read_coefficients,
     record_release,
     release_checked_sum,
@@ -75,9 +75,7 @@ def robust_sum_server(rt: ServerRuntime, res: Resolved, *, tag: str, round: int,
     server_ctx = mech.keys.context_of(call, SERVER)
     parsed = {pid: parse_upload(server_ctx, payload, length=length, tail=count_tail)
               for pid, payload in _uploads(rt, call, senders, Stage.UPLOAD).items()}
-    uploaders = sorted(parsed)
-    order = [uploaders[k] for k in secure_permutation(len(uploaders))]  # pseudonym k -> client
-    uploads = [parsed[p] for p in order]
+    order, uploads = pseudonym_order(parsed)
     rt.transport.send(Envelope(SERVER, (holder,), round, tag, gram_request(uploads), stage=Stage.GRAM_REQUEST,
                                form=Form.CIPHERTEXT))
     env = _ask_holder(rt, holder, call, action=ACTION_JUDGE, stage=Stage.GRAM_RESULT,
@@ -114,7 +112,7 @@ def masked_robust_server(rt: ServerRuntime, res: Resolved, *, tag: str, round: i
                          galois=True)
     rt.step(senders, action=action, round=round, tag=tag, stage=mr.Stage.SKETCH, info={**info, "tail": count_tail})
     server_ctx = mech.keys.context_of(call, SERVER)
-    order, uploads = mr.judge_order({
+    order, uploads = pseudonym_order({
         pid: parse_upload(server_ctx, payload, length=length, tail=count_tail, with_values=False)
         for pid, payload in _uploads(rt, call, senders, mr.Stage.SKETCH).items()})
     weighted = bool(count_tail and weighted)

@@ -421,15 +421,42 @@ def release_checked_sum(secret: SecretContext, payload: bytes, expect: Expectati
     if float((sketch - mine).abs().max()) > SKETCH_CHECK_RTOL * scale + ABS_NOISE * max(terms, 1.0):
         raise ImplausibleSumError("the sketch of the robust sum is not the sum of the kept sketches: a kept client "
                                   "sent a sketch that is not its update's (or the server altered a sum)")
+    counts = secret.decrypt(secret.load(blobs[2], expected_length=tail)) if tail else torch.zeros(0, dtype=torch.float64)
+    check_sketch_sum(sketch, counts, expect)
+    return encode_tensor(torch.cat([noise(values), noise(counts) if tail else counts]))
+
+
+def check_sketch_sum(sketch: torch.Tensor, counts: torch.Tensor, expect: Expectation) -> None:
+    """Key holder side: a decrypted sketch sum and its counts must be those of the coefficients it
+    judged: squared norm ``c^T G c`` (within CKKS error) and the kept inputs' counts.
+
+    Raises:
+        ImplausibleSumError: The server altered the Gram request, the sums or the request.
+    """
+    terms = float(expect.coefficients.sum()) * sum_factor(expect.coefficients, expect.weighted)
     got, want = float(sketch @ sketch), expect.squared_norm
     slot_noise = ABS_NOISE * max(terms, 1.0) * math.sqrt(sketch.numel())  # the sketch sum's own CKKS error, in norm
     if not abs(got - want) <= SUM_CHECK_RTOL * abs(want) + expect.tolerance + slot_noise * (2 * math.sqrt(got) + slot_noise):
         raise ImplausibleSumError(f"the robust sum's sketch has squared norm {got:.6g}, not the {want:.6g} of the "
                                   "judged inner products: the server altered the request or the sums")
-    counts = secret.decrypt(secret.load(blobs[2], expected_length=tail)) if tail else torch.zeros(0, dtype=torch.float64)
-    if tail and not torch.allclose(counts, expect.tail, rtol=SUM_CHECK_RTOL, atol=1e-3):
+    if counts.numel() and not torch.allclose(counts, expect.tail, rtol=SUM_CHECK_RTOL, atol=1e-3):
         raise ImplausibleSumError("the robust sum's counts are not those of the kept inputs")
-    return encode_tensor(torch.cat([noise(values), noise(counts) if tail else counts]))
+
+
+def pseudonym_order(parsed: Mapping[str, Upload]) -> tuple[tuple[str, ...], tuple[Upload, ...]]:
+    """A secret pseudonym order of the uploaders (pseudonym k -> client) and their uploads in it."""
+    uploaders = sorted(parsed)
+    order = tuple(uploaders[k] for k in secure_permutation(len(uploaders)))
+    return order, tuple(parsed[p] for p in order)
+
+
+@functools.lru_cache(maxsize=8)
+def largest_bucket(length: int, width: int) -> int:
+    """Most values the public count-sketch hash puts in one bucket (1 when the sketch is the vector)."""
+    if length <= width:
+        return 1
+    buckets, _ = _sketch_hash(length, width)
+    return int(torch.bincount(buckets, minlength=width).max())
 
 
 # ====================================================================== the mechanism
@@ -515,8 +542,7 @@ class CKKSRobust(Mechanism):
             (env,) = call.transport.receive_from(call.server, [pid], tag=call.tag, round=call.round,
                                                  stage=Stage.UPLOAD).values()
             parsed[pid] = parse_upload(server_ctx, env.payload, length=length, tail=tail)
-        order = [senders[k] for k in secure_permutation(len(senders))]  # pseudonym k -> client
-        uploads = [parsed[p] for p in order]
+        order, uploads = pseudonym_order(parsed)
 
         # --- server: the Gram request in pseudonym order
         call.transport.send(Envelope(call.server, (holder,), call.round, call.tag, gram_request(uploads),
@@ -568,10 +594,13 @@ __all__ = [
     "Expectation",
     "JudgedRelease",
     "Stage",
+    "check_sketch_sum",
     "encrypt_upload",
     "gram_request",
     "judge",
+    "largest_bucket",
     "parse_upload",
+    "pseudonym_order",
     "read_coefficients",
     "record_release",
     "release_checked_sum",

@@ -31,8 +31,6 @@ client to scale its own input by a coefficient the server tells it, not implemen
 
 from __future__ import annotations
 
-import functools
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -49,7 +47,6 @@ from securefg.protocol.ckks.secret_context import SecretContext
 from securefg.protocol.guarantees import Voided
 from securefg.protocol.mechanism import ExchangeCall, ExchangeKind, Mechanism, SumOutcome, register_mechanism
 from securefg.protocol.relay.blob_list import pack_blobs, unpack_blobs
-from securefg.protocol.relay.shuffle import secure_permutation
 from securefg.protocol.robust import ckks_robust as cr
 from securefg.protocol.robust.ckks_robust import (
     KEYHOLDER,
@@ -79,15 +76,6 @@ class Stage:
 
 
 # ====================================================================== the checks
-@functools.lru_cache(maxsize=8)
-def _largest_bucket(length: int, width: int) -> int:
-    """Most values the public count-sketch hash puts in one bucket (1 when the sketch is the vector)."""
-    if length <= width:
-        return 1
-    buckets, _ = cr._sketch_hash(length, width)
-    return int(torch.bincount(buckets, minlength=width).max())
-
-
 def sketch_sum_request(uploads: Sequence[Upload], coefficients: torch.Tensor, *, weighted: bool) -> bytes:
     """Server side: the coefficients of the clients that ended up in the masked sum (0 for the
     others), ``Enc(m sum_a c_a s_a y_a)`` and their tails' sum, packed."""
@@ -111,15 +99,8 @@ def release_sketch_sum(secret: SecretContext, payload: bytes, judged: Expectatio
     n = judged.coefficients.numel()
     expect = judged.restricted(decode_tensor(blobs[0], spec=TensorSpec({"x": (torch.float64, (n,))})))
     sketch = secret.decrypt(secret.load(blobs[1], expected_length=width))
-    terms = float(expect.coefficients.sum()) * sum_factor(expect.coefficients, expect.weighted)
-    got, want = float(sketch @ sketch), expect.squared_norm
-    slot_noise = cr.ABS_NOISE * max(terms, 1.0) * math.sqrt(sketch.numel())
-    if not abs(got - want) <= cr.SUM_CHECK_RTOL * abs(want) + expect.tolerance + slot_noise * (2 * math.sqrt(got) + slot_noise):
-        raise ImplausibleSumError(f"the requested sketch sum has squared norm {got:.6g}, not the {want:.6g} of the judged "
-                                  "inner products: the server altered the request")
     counts = secret.decrypt(secret.load(blobs[2], expected_length=tail)) if tail else torch.zeros(0, dtype=torch.float64)
-    if tail and not torch.allclose(counts, expect.tail, rtol=cr.SUM_CHECK_RTOL, atol=1e-3):
-        raise ImplausibleSumError("the requested sketch sum's counts are not those of the kept inputs")
+    cr.check_sketch_sum(sketch, counts, expect)
     return encode_tensor(torch.cat([sketch, counts]))
 
 
@@ -136,7 +117,7 @@ def check_masked_sum(total: torch.Tensor, released: torch.Tensor, *, tail: int, 
     mine = sketch_of(values, width)
     scale = max(float(sketch.abs().max()), float(mine.abs().max())) if width else 0.0
     bound = (cr.SKETCH_CHECK_RTOL * scale + cr.ABS_NOISE * max(terms, 1.0)
-             + quantization_error * _largest_bucket(values.numel(), width))
+             + quantization_error * cr.largest_bucket(values.numel(), width))
     if float((sketch - mine).abs().max()) > bound:
         raise ImplausibleSumError("the sketch of the masked robust sum is not the sum of the kept clients' sketches: a "
                                   "kept client masked another vector than the one it sketched")
@@ -167,13 +148,6 @@ class ServerSide:
                 raise ImplausibleSumError(f"the masked robust sum holds {p!r}, which the rule did not keep")
             c[k] = self.coefficients[k]
         return c
-
-
-def judge_order(parsed: Mapping[str, Upload]) -> tuple[tuple[str, ...], tuple[Upload, ...]]:
-    """A secret pseudonym order of the uploaders (pseudonym k -> client)."""
-    uploaders = sorted(parsed)
-    order = tuple(uploaders[k] for k in secure_permutation(len(uploaders)))
-    return order, tuple(parsed[p] for p in order)
 
 
 def finish(side: ServerSide, total: torch.Tensor, contributors: Sequence[str], *,
@@ -297,7 +271,7 @@ class MaskedRobust(Mechanism):
             (env,) = call.transport.receive_from(call.server, [pid], tag=call.tag, round=call.round,
                                                  stage=Stage.SKETCH).values()
             parsed[pid] = cr.parse_upload(server_ctx, env.payload, length=length, tail=tail, with_values=False)
-        order, uploads = judge_order(parsed)
+        order, uploads = cr.pseudonym_order(parsed)
 
         # --- server -> key holder: judge
         call.transport.send(Envelope(call.server, (holder,), call.round, call.tag, cr.gram_request(uploads),
@@ -339,5 +313,5 @@ class MaskedRobust(Mechanism):
         return share_sum(call, inputs, self.run_aggregate(call, inputs), form=Form.AGGREGATE)
 
 
-__all__ = ["NAME", "MaskedRobust", "ServerSide", "Stage", "check_masked_sum", "finish", "judge_order",
+__all__ = ["NAME", "MaskedRobust", "ServerSide", "Stage", "check_masked_sum", "finish",
            "release_sketch_sum", "sketch_sum_request", "unjudged"]

@@ -79,10 +79,9 @@ class PlaintextKrum(Mechanism):
 
     def combine_uploads(self, got: Mapping[str, torch.Tensor], *, count_tail: int = 0,
                         weighted: bool = False) -> SumOutcome:
-        """The kept clear uploads' sum; the coefficients are kept in :attr:`last_coefficients`."""
-        total, self.last_coefficients = krum_sum(got, count_tail=count_tail, weighted=weighted,
-                                                 trim=float(self.params["trim"]))
-        return SumOutcome(total, tuple(sorted(p for p, c in self.last_coefficients.items() if c > 0)))
+        """The kept clear uploads' sum and who is in it."""
+        total, coefficients = krum_sum(got, count_tail=count_tail, weighted=weighted, trim=float(self.params["trim"]))
+        return SumOutcome(total, tuple(sorted(p for p, c in coefficients.items() if c > 0)))
 
     def run_aggregate(self, call: ExchangeCall, inputs: Mapping[str, torch.Tensor]) -> SumOutcome:
         return self.combine_uploads(upload_vectors(call, inputs, call.server, "plaintext/upload"),

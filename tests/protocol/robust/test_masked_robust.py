@@ -161,3 +161,17 @@ def test_with_too_few_clients_to_judge_it_is_the_masked_sum_alone() -> None:
     recs = [r for r in fed.transcript if r.tag == TAG]
     assert not any(r.stage == Stage.SKETCH or r.receiver == "keyholder" for r in recs)
     assert set(released(fed).kept) == set(fed.clients)
+
+
+def test_the_party_programs_judge_five_clients_through_the_key_holder() -> None:
+    """FedAvg's default over the party programs: with five clients the judge runs (sketches to the
+    server, products to the key holder); the Flower cases use three clients, which skip it."""
+    from securefg.experiment import run_experiment
+    from securefg.run_config import RunConfig
+
+    res = run_experiment(RunConfig(method="fedavg", dataset="csbm", clients=5, rounds=2, hidden=8, seed=5,
+                                   progress=False))
+    assert res["protocol"] == "fedavg_secure_robust"
+    holder = res["bytes_by_party"]["keyholder"]
+    assert holder["received"] > 0 and holder["sent"] > 0  # the flooded products in, coefficients and keys out
+    assert all(0.0 <= h["mean_test"] <= 1.0 for h in res["history"])
