@@ -11,9 +11,11 @@ item, and nothing checks that the ids belong to the sender. Behaviours:
 The auditor reruns the method with the attacker deviating (same stack and seed).
 
 **Metric** (``accuracy_drop``): the honest clients' last-round test accuracy on their own nodes
-(mean), honest run minus crafted run. No defence composes today: a receiver-side check (each id
-received exactly once, from the relay's item count; row norms in a public range) would reject
-both with a typed error, but the method does not run one; the report says so.
+(mean), honest run minus crafted run. Every FedStruct-B receiver screens what it is relayed
+(:mod:`securefg.methods.fedstruct.nsf_screen`): an item claiming one of the receiver's own nodes
+is dropped, a node claimed twice is taken from neither, and rows are clipped to the honest
+scale. So the number is what is left after that screen; the details give what the honest
+receivers dropped and clipped in the crafted run (``screen``).
 """
 
 from __future__ import annotations
@@ -92,12 +94,16 @@ class CraftedNSF(Attack):
         label = variant_label(f"nsf_{behaviour}{factor:g}", adv.view.clients)
         variant = malicious_uploads(adv.run.method, label, adv.view.clients, NSF_TAG, craft, op="relay")
         clean = client_accuracy(ctx.truth.parties, adv.targets)
-        attacked = client_accuracy(ctx.rerun(method=variant)["_federation"].parties, adv.targets)
+        parties = ctx.rerun(method=variant)["_federation"].parties
+        attacked = client_accuracy(parties, adv.targets)
+        screens = {cid: parties[cid].state.get("nsf_screen") for cid in adv.targets}
         return AttackOutcome(
             value=clean - attacked, chance=self.chance,
             details={"clean_accuracy": clean, "crafted_accuracy": attacked, "behaviour": behaviour, "factor": factor,
-                     "defences": [{"defence": "receiver-side id/range check", "composable": True,
-                                   "implemented": False}]},
-            note=("no receiver checks the ids or range of relayed NSF rows; the number is what an honest "
-                  "receiver suffers today"),
+                     "screen": screens,
+                     "defences": [{"defence": "receiver-side id/range screen (fedstruct.nsf_screen)",
+                                   "composable": True, "implemented": True}]},
+            note=("every honest receiver screens the relayed NSF rows (own ids claimed: item dropped; ids "
+                  "claimed twice: taken from neither; rows clipped to the honest scale); the number is the "
+                  "damage left after that screen"),
         )

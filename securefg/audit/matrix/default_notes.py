@@ -25,7 +25,9 @@ DEFAULT_NOTES: Mapping[tuple[str, str], str] = {
         "over seeds 0-2) but shows the server subgroup sums of θ's and ∇S's gradients, and ∇S loses the "
         "server blindness it has by default. `robust=krum` (`masked_robust`: multi-Krum on encrypted sketches, the "
         "kept gradients summed by SecAgg+; the server then reads the robust ∇S sum) is not audited here. "
-        "`crafted_nsf` spoofs relayed NSF rows, which no update aggregate sees."
+        "`crafted_nsf` (relayed NSF rows, which no update aggregate sees) meets every honest receiver's screen "
+        "(`fedstruct/nsf_screen.py`: an item claiming the receiver's own nodes is dropped, ids claimed twice are "
+        "taken from neither, rows are clipped to the honest scale)."
     ),
     ("fedsage_plus", "malicious_client"): (
         "With the paper's three owners no robust rule has a majority to lean on: subgroups of two leave one "

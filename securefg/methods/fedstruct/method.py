@@ -47,6 +47,7 @@ from securefg.methods.fedstruct.edge_dp import (
     report_block,
     reported_view,
 )
+from securefg.methods.fedstruct.nsf_screen import screened_table
 from securefg.methods.fedstruct.offline import TAG_ABAR, OfflineCost, offline_round, structure_view
 from securefg.methods.fedstruct.parties import (
     client_data,
@@ -60,7 +61,6 @@ from securefg.methods.fedstruct.settings import OPTION_DEFAULTS, FedStructSettin
 from securefg.methods.fedstruct.structure import (
     NSF_SOURCE,
     TAG_NSF,
-    assemble_table,
     global_table,
     node2vec_table,
     nsf_item,
@@ -409,7 +409,11 @@ class FedStruct(Method):
 
     def on_nsf_assemble(self, cli: ClientContext) -> None:
         st = cli.state
-        table = assemble_table(structure_view(st).nodes, st.pop("own_nsf"), cli.relayed(TAG_NSF), st["num_nodes"])
+        # screened: no relayed item may claim this owner's nodes, contested ids are taken from
+        # no one, rows are clipped to the honest scale (nsf_screen; crafted_nsf audits it)
+        table, screen = screened_table(structure_view(st).nodes, st.pop("own_nsf"), cli.relayed(TAG_NSF),
+                                       st["num_nodes"])
+        st["nsf_screen"] = screen.as_dict()
         self._keep_structure(st, table)
         st["batch"] = variant_b.client_batch(st["data"], st["abar"])
 

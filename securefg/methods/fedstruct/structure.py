@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from securefg.data.root import cache_root
-from securefg.federation.codec import decode_tensors, encode_tensors
+from securefg.federation.codec import encode_tensors
 from securefg.methods.fedstruct.settings import FedStructSettings
 from securefg.methods.tasks import NodeTask
 from securefg.models.fedstruct import ClientGraphView, degree_features, train_node2vec
@@ -94,13 +94,3 @@ def own_rows(view: ClientGraphView, settings: FedStructSettings, *, num_nodes: i
 def nsf_item(ids: Tensor, rows: Tensor) -> bytes:
     """Owner k's item in Algorithm 4/5's NSF sharing (``fedstruct/nsf`` relay): its ids and rows."""
     return encode_tensors({"ids": ids, "s": rows.float()})
-
-
-def assemble_table(ids: Tensor, rows: Tensor, items: list[bytes], num_nodes: int) -> Tensor:
-    """A client's full ``[n, d_s]`` S: its own rows placed locally, every relayed owner's rows."""
-    table = torch.zeros(num_nodes, rows.size(1))
-    table[ids] = rows.float()
-    for blob in items:
-        t = decode_tensors(blob)
-        table[t["ids"].long()] = t["s"].float()
-    return table
