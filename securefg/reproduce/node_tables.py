@@ -187,7 +187,7 @@ FEDPUB = PaperTable(
         # FedAvg's default became fedavg_secure_robust (multi-Krum) after this column was measured under
         # SecAgg+ alone; the paper's FedAvg has no robust rule, so the column keeps fedavg_secure_sum
         Row("Local", "local"), Row("FedAvg", "fedavg", protected_stack="fedavg_secure_sum"),
-        Row("FedSage+ (GCN, FED-PUB's setting)", "fedsage_plus", (("backbone", "gcn"),)),
+        Row("FedSage+ (GCN, FED-PUB's setting)", "fedsage_plus", (("backbone", "gcn"),), protected_stack="fedsage_dp"),
         Row("FED-PUB", "fedpub"),
     ),
     quick=QuickPlan(("Cora 5",), ("FED-PUB", "FedAvg"), (42,), RunOverrides(rounds=20)),
@@ -196,7 +196,8 @@ FEDPUB = PaperTable(
               "seeds 42/43/44 (3 runs, as the paper). 100 rounds on Cora, 200 on Computers; FED-PUB's local epochs "
               "per dataset come from its preset (the paper: 1 Cora, 3 Computers), the baselines keep their defaults. "
               "Protected columns run each method's default stack, except FedAvg's, which runs fedavg_secure_sum "
-              "(SecAgg+ without FedAvg's default multi-Krum, which the paper's FedAvg does not have). "
+              "(SecAgg+ without FedAvg's default multi-Krum, which the paper's FedAvg does not have), and FedSage+'s, "
+              "which runs fedsage_dp (its default without the norm-bounded update sum). "
               "Score: the unweighted mean of the clients' test accuracy at the best mean-validation round."),
     transcribed="""
 | method | Cora 5 | Cora 10 | Cora 20 | Computers 5 | Computers 10 | Computers 20 |
@@ -249,7 +250,7 @@ FEDSTRUCT = PaperTable(
                    for i, k in enumerate((5, 10, 20), start=1)),
     rows=(
         Row("Central GNN", "centralized", rounds=100), Row("Local GNN", "local", rounds=100),
-        Row("FL GNN (FedAvg)", "fedsgd", rounds=200), Row("FedSage+", "fedsage_plus", rounds=30),
+        Row("FL GNN (FedAvg)", "fedsgd", rounds=200), Row("FedSage+", "fedsage_plus", rounds=30, protected_stack="fedsage_dp"),
         Row("FedStruct (Deg)", "fedstruct", (("nsf", "degree"), ("variant", "B"), *_FIXED), variant="degree"),
         Row("FedStruct (Node2Vec)", "fedstruct", (("nsf", "node2vec"), ("variant", "B"), *_FIXED), variant="node2vec"),
         Row("FedStruct (Hop2Vec)", "fedstruct", (("nsf", "hop2vec"), ("variant", "B"), *_FIXED), variant="hop2vec"),
@@ -258,7 +259,8 @@ FEDSTRUCT = PaperTable(
     protocol=("Random node partition into K clients on the full graph, the paper's 10/10/80 split, seeds 0-9 (10 runs, "
               "as the paper; a seed fixes partition, split and initialisation). FedStruct-B trains the paper's 40 "
               "epochs (no early stop); Local and Central train 100 epochs, the FL GNN (FedSGD, 3-layer GraphSage) "
-              "200 rounds, FedSage+ 30 rounds. Score: accuracy on all clients' test nodes at the best validation "
+              "200 rounds, FedSage+ 30 rounds. FedSage+'s protected column runs fedsage_dp (its default without the "
+              "norm-bounded update sum, which the paper's FedSage+ does not have). Score: accuracy on all clients' test nodes at the best validation "
               "round."),
     transcribed="""
 | method | Cora 5 | Cora 10 | Cora 20 |
@@ -282,7 +284,8 @@ FEDSAGE = PaperTable(
                        [("Cora", "Cora", 3), ("Cora", "Cora", 5), ("Cora", "Cora", 10),
                         ("Coauthor-CS", "CS", 3), ("Coauthor-CS", "CS", 5), ("Coauthor-CS", "CS", 10)], start=1)),
     rows=(
-        Row("LocSage", "local", (*_SAGE, ("score_on", "global_graph"))), Row("FedSage", "fedsage"), Row("FedSage+", "fedsage_plus"),
+        Row("LocSage", "local", (*_SAGE, ("score_on", "global_graph"))), Row("FedSage", "fedsage"),
+        Row("FedSage+", "fedsage_plus", protected_stack="fedsage_dp"),
         Row("GlobSage", "centralized", _SAGE),
     ),
     quick=QuickPlan(("Cora M=3",), ("FedSage", "FedSage+"), (0,),
@@ -292,7 +295,8 @@ FEDSAGE = PaperTable(
               "partition, split and initialisation. LocSage and GlobSage are `local` and `centralized` with "
               "`--option backbone=sage` (100 epochs); LocSage is each owner's model on the global test set "
               "(`--option score_on=global_graph`), averaged over owners. Score: accuracy on the global test set at the best validation "
-              "round; the paper's fractions are shown as %."),
+              "round; the paper's fractions are shown as %. FedSage+'s protected column runs fedsage_dp (its default "
+              "without the norm-bounded update sum, which the paper's FedSage+ does not have)."),
     transcribed="""
 | method | Cora M=3 | Cora M=5 | Cora M=10 | Coauthor-CS (MSAcademic) M=3 | M=5 | M=10 |
 |---|---|---|---|---|---|---|

@@ -178,6 +178,15 @@ DESCRIBED: dict[str, dict[str, Described]] = {
         "fedavg/metrics": d(S, "fedavg/update, fedavg/metrics: the server learns the uniform mean (SecAgg+)"),
         "fedavg/model": d(C, "the global model is public to the owners"),
     },
+    "fedsage_dp_robust": {
+        "fedsage/generated": d(C, "every peer opens only the noised vectors"),
+        "fedsage/feature_grad": d(C, "fedsage/feature_grad: owner i learns only the sum over its peers (SecAgg+)."),
+        "fedavg/update": d(K, "The server learns the bounded mean and each owner's coefficient (whether it was "
+                              "scaled, by how much); the key holder learns the pseudonymous sketches' norms and "
+                              "pairwise distances and their sample counts."),
+        "fedavg/metrics": d(S, "fedavg/metrics: the server learns the uniform mean (SecAgg+)."),
+        "fedavg/model": d(C, "The global model is public to the owners."),
+    },
     "fedstruct_secure": _FEDSTRUCT_SECURE,
     "fedstruct_abar_dp": {
         "fedstruct/abar": d(C, "what each client receives by design, its rows of A-bar"),

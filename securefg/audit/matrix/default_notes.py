@@ -29,11 +29,6 @@ DEFAULT_NOTES: Mapping[tuple[str, str], str] = {
         "(`fedstruct/nsf_screen.py`: an item claiming the receiver's own nodes is dropped, ids claimed twice are "
         "taken from neither, rows are clipped to the honest scale)."
     ),
-    ("fedsage_plus", "malicious_client"): (
-        "With the paper's three owners no robust rule has a majority to lean on: subgroups of two leave one "
-        "subgroup, and multi-Krum may drop nobody among three (its condition n >= 2f + 3), so "
-        "`robust=krum` is SecAgg+ alone there (not audited here)."
-    ),
     ("cefgc", "malicious_client"): (
         "CeFGC's one FedAvg round averages three clients' GIN weights once: no rule can tell one poisoned "
         "model from two honest non-IID ones. The spoofed generators are relayed, not aggregated; the "
