@@ -39,6 +39,12 @@ def test_the_fedavg_robust_row_is_the_documented_robust_audit() -> None:
     assert "--protocol" not in default.command()  # the default stack: fedavg_secure_robust
 
 
+def test_the_fedstruct_robust_row_drops_one_client_in_ten_by_multi_krum() -> None:
+    (row,) = [c for c in cells(FULL) if c.method == "fedstruct" and c.row != "default"]
+    assert row.run["options"] == {"nsf": "hop2vec", "variant": "B", "robust": "krum", "robust_trim": 0.1}
+    assert row.run["rounds"] == 20 and row.key == "fedstruct-b__malicious_client__robust-krum-trim0.1"
+
+
 @pytest.mark.parametrize("argv, expected", [
     (["audit", "--matrix", "--quick"], ["audit-matrix", "--quick"]),
     (["--debug", "audit", "--quick", "--matrix"], ["--debug", "audit-matrix", "--quick"]),
