@@ -14,6 +14,7 @@ import datetime as _dt
 import json
 import math
 import os
+import shlex
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -86,7 +87,7 @@ class CellLedger:
             if not isinstance(data, dict) or not isinstance(data.get("cells"), dict):
                 raise InvalidInputError(f"{self.path} lacks the 'cells' object of a cell ledger")
             self._cells = data["cells"]
-            self._commands = [str(c) for c in data.get("commands", [])]
+            self._commands = list(dict.fromkeys(portable_command(str(c)) for c in data.get("commands", [])))
 
     def get(self, setting: str, column: str, seed: int, *, method: str | None = None) -> dict[str, Any] | None:
         """The record of one cell (``column``: the method, or its column key), or ``None``.
@@ -111,6 +112,7 @@ class CellLedger:
 
     def add_command(self, command: str) -> None:
         """Log an invocation (the page lists every command that produced its cells)."""
+        command = portable_command(command)
         if command not in self._commands:
             self._commands.append(command)
             self._write()
@@ -134,13 +136,33 @@ class CellLedger:
 
 #: Every invocation's command, one a line, under a reproduction's output root (its page names them all).
 COMMAND_LOG = "commands.txt"
+#: Flags whose values are one machine's paths: the page names an invocation without them.
+LOCAL_FLAGS = ("--out", "--ledger", "--page", "--data-root")
+
+
+def portable_command(line: str) -> str:
+    """``line`` without :data:`LOCAL_FLAGS` and their values (a line shlex cannot split is kept)."""
+    try:
+        words = shlex.split(line)
+    except ValueError:
+        return line
+    kept, skip = [], False
+    for w in words:
+        if skip:
+            skip = False
+        elif w in LOCAL_FLAGS:
+            skip = True
+        elif not w.startswith(tuple(f + "=" for f in LOCAL_FLAGS)):
+            kept.append(w)
+    return shlex.join(kept)
 
 
 def logged_commands(out_root: str | Path, ledger: CellLedger | None = None) -> list[str]:
     """The logged invocations, in first-seen order: the ledger's, then :data:`COMMAND_LOG`'s (which
     the ledger then keeps, so the page still names them once the output root is gone)."""
     log = Path(out_root) / COMMAND_LOG
-    logged = [x for x in (log.read_text(encoding="utf-8").splitlines() if log.is_file() else []) if x.strip()]
+    logged = [portable_command(x) for x in (log.read_text(encoding="utf-8").splitlines() if log.is_file() else [])
+              if x.strip()]
     if ledger is not None:
         for line in logged:
             ledger.add_command(line)
@@ -148,4 +170,5 @@ def logged_commands(out_root: str | Path, ledger: CellLedger | None = None) -> l
     return list(dict.fromkeys(lines)) or ["(no log of invocations under the output root)"]
 
 
-__all__ = ["COMMAND_LOG", "KEPT_METRICS", "CellLedger", "cell_key", "compact_record", "logged_commands"]
+__all__ = ["COMMAND_LOG", "KEPT_METRICS", "LOCAL_FLAGS", "CellLedger", "cell_key", "compact_record", "logged_commands",
+           "portable_command"]

@@ -146,3 +146,18 @@ def test_per_dataset_metrics_are_kept_and_non_finite_values_stored_as_null(tmp_p
     rec = json.loads(text)["cells"][cell_key("Social", "cefgc", 0)]
     assert rec["metrics"] == {"test_auc": 0.6, "test_auc_by_dataset": {"IMDB-BINARY": 0.45, "IMDB-MULTI": None},
                               "mean_client_test_auc": 0.69, "global_val_auc": None}
+
+
+def test_the_page_names_invocations_without_one_machines_paths(tmp_path) -> None:
+    from securefg.reproduce.cell_ledger import COMMAND_LOG, CellLedger, logged_commands
+
+    out = tmp_path / "runs"
+    out.mkdir()
+    local = ("securefg reproduce fedstruct --settings 'Cora 20' --rows 'Local GNN' --out /work/x/runs "
+             "--ledger /work/x/cells.json --data-root=/data")
+    (out / COMMAND_LOG).write_text(local + "\n", encoding="utf-8")
+    ledger = CellLedger(tmp_path / "cells.json")
+    ledger.add_command("securefg reproduce fedstruct --settings 'Cora 20' --rows 'Local GNN'")
+    # the same invocation from another machine is one line, with its quoting kept
+    assert logged_commands(out, ledger) == ["securefg reproduce fedstruct --settings 'Cora 20' --rows 'Local GNN'"]
+    assert CellLedger(tmp_path / "cells.json").commands == logged_commands(out, ledger)
