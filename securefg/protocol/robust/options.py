@@ -42,6 +42,18 @@ def split_robust_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], di
             {k: v for k, v in options.items() if k not in ROBUST_OPTIONS})
 
 
+def kept_releases(stack: ProtocolStack, server_reads: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The ``releases`` entry of a derived stack: the base stack's declared releases, with the
+    server added to the receivers of ``server_reads`` (blind tags the robust rule makes it read)."""
+    out = []
+    for r in stack.releases:
+        d = r.to_dict()
+        if r.tag in server_reads and "server" not in d["to"]:
+            d["to"] = [*d["to"], "server"]
+        out.append(d)
+    return {"releases": out} if out else {}
+
+
 def robust_stack(stack: ProtocolStack, tags: tuple[str, ...], *, rule: str, k: int, trim: float = 0.2,
                  norm_factor: float = 1.0) -> ProtocolStack:
     """``stack`` with each of ``tags`` carried by ``subgroup_robust`` over its current mechanism.
@@ -52,6 +64,7 @@ def robust_stack(stack: ProtocolStack, tags: tuple[str, ...], *, rule: str, k: i
     desc = stack.describe()
     bindings = {p: dict(b) for p, b in desc["bindings"].items()}
     changed = False
+    unblinded: list[str] = []
     for tag in tags:
         b = stack.binding_for(tag)
         if b.mechanism == NAME or not mechanism_class(b.mechanism).returns_sum:
@@ -59,6 +72,8 @@ def robust_stack(stack: ProtocolStack, tags: tuple[str, ...], *, rule: str, k: i
         # a server-blind sum cannot feed a rule the server runs: its subgroups are summed by
         # secure_sum (same ring parameters), and the server then reads them (stated below)
         inner = "secure_sum" if b.mechanism == BLIND else b.mechanism
+        if b.mechanism == BLIND:
+            unblinded.append(tag)
         bindings[tag] = {"mechanism": NAME,
                          "params": {"inner": inner, "inner_params": dict(b.params), "rule": rule, "k": k,
                                     "trim": trim, "norm_factor": norm_factor},
@@ -72,7 +87,8 @@ def robust_stack(stack: ProtocolStack, tags: tuple[str, ...], *, rule: str, k: i
                  f"clients and combined by {rule!r} (subgroup_robust); the server learns each subgroup's sum "
                  "(also for tags that were server-blind: the rule runs at the server).")
     unsafe = {"unsafe": stack.unsafe} if stack.unsafe is not None else {}
-    return ProtocolStack.from_dict({"name": name, "description": desc_text, "tags": bindings, **unsafe},
+    return ProtocolStack.from_dict({"name": name, "description": desc_text, "tags": bindings, **unsafe,
+                                    **kept_releases(stack, tuple(unblinded))},
                                    source=f"{stack.source} + --option robust={rule}")
 
 
@@ -116,8 +132,10 @@ def krum_stack(stack: ProtocolStack, tags: tuple[str, ...], *, trim: float = 0.2
                  "robust mean and which clients were dropped (also for tags that were server-blind: a shared sum's "
                  "robust result is read by the server and sent on to the clients).")
     unsafe = {"unsafe": stack.unsafe} if stack.unsafe is not None else {}
+    unblinded = tuple(t for t in tags if stack.binding_for(t).mechanism == BLIND)
     return ProtocolStack.from_dict({"name": f"{stack.name}+robust-krum", "description": desc_text, "tags": bindings,
-                                    **unsafe}, source=f"{stack.source} + --option robust=krum")
+                                    **unsafe, **kept_releases(stack, unblinded)},
+                                   source=f"{stack.source} + --option robust=krum")
 
 
 def apply_robust_option(stack: ProtocolStack, method_cls: Any, options: Mapping[str, Any]) -> ProtocolStack:

@@ -175,3 +175,17 @@ def test_the_party_programs_judge_five_clients_through_the_key_holder() -> None:
     holder = res["bytes_by_party"]["keyholder"]
     assert holder["received"] > 0 and holder["sent"] > 0  # the flooded products in, coefficients and keys out
     assert all(0.0 <= h["mean_test"] <= 1.0 for h in res["history"])
+
+
+@pytest.mark.parametrize("rule", ["krum", "closest"])
+def test_a_robust_option_keeps_the_stacks_releases_and_names_the_server_where_it_unblinds(rule: str) -> None:
+    from securefg.protocol.robust.options import krum_stack, robust_stack
+
+    base = ProtocolStack.load("fedstruct_secure")
+    tags = ("fedstruct/update", "fedstruct/nsf_grad")
+    derived = krum_stack(base, tags, trim=0.1) if rule == "krum" else robust_stack(base, tags, rule=rule, k=2)
+    assert {r.tag for r in derived.releases} == {r.tag for r in base.releases}
+    to = {r.tag: set(r.to) for r in derived.releases}
+    # ∇S is server-blind by default (blind_sum); a rule the server runs makes it read the robust sum
+    assert "server" not in {t for r in base.releases if r.tag == "fedstruct/nsf_grad" for t in r.to}
+    assert to["fedstruct/nsf_grad"] == {"clients", "server"} and to["fedstruct/abar"] == {"clients"}
