@@ -18,7 +18,7 @@ DEFAULT_NOTES: Mapping[tuple[str, str], str] = {
         "the kept updates summed by SecAgg+), chosen because it costs no accuracy (seeds 0-2: 0.6615 / 0.7401 / "
         "0.6481 against 0.6757 / 0.5902 / 0.6399 under `fedavg_secure_sum`, docs/robust.md) at 3.4x the run time. "
         "A poisoned update that stays within the honest spread passes multi-Krum; the failing attacks are listed "
-        "in the row. {krum_cost}"
+        "in the row."
     ),
     ("fedstruct", "malicious_client"): (
         "The `robust=krum-trim0.1` row (multi-Krum dropping one client in ten from θ's and from ∇S's "
@@ -40,15 +40,12 @@ DEFAULT_NOTES: Mapping[tuple[str, str], str] = {
 }
 
 
-def why_defaults_stay(rows: Sequence[Mapping[str, Any]], facts: Mapping[str, str] | None = None) -> list[str]:
+def why_defaults_stay(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     """Page lines: for each failing cell on a default stack, why that default stays.
 
     Args:
         rows: The matrix rows (``method``, ``threat_model``, ``row``, ``verdict``, ``label``).
-        facts: Figures a note names (``{krum_cost}``), measured in the same matrix run; a note
-            whose figure is missing says it was not measured.
     """
-    facts = dict(facts or {})
     out = []
     for r in rows:
         if r.get("row", "default") != "default" or r.get("verdict") != "fail":
@@ -57,8 +54,7 @@ def why_defaults_stay(rows: Sequence[Mapping[str, Any]], facts: Mapping[str, str
         if note is None:
             out.append(f"* **{r['label']}, {r['threat_model']}**: no note; the default stays unexamined.")
             continue
-        facts.setdefault("krum_cost", "")
-        out.append((f"* **{r['label']}, {r['threat_model']}**: " + note.format(**facts)).rstrip())
+        out.append(f"* **{r['label']}, {r['threat_model']}**: {note}")
     return out
 
 

@@ -61,19 +61,6 @@ def attack_lines(row: dict[str, Any]) -> str:
     return "<br>".join(parts) or "no attack applies"
 
 
-def robust_costs(rows: Sequence[dict[str, Any]]) -> dict[str, str]:
-    """Figures the notes name, from this run's rows: what the ``robust=krum`` row cost FedAvg."""
-    by = {(r.get("method"), r["threat_model"], r.get("row", "default")): r for r in rows}
-    krum, default = by.get(("fedavg", "malicious_client", "robust=krum")), by.get(("fedavg", "malicious_client", "default"))
-    if krum is None or default is None:
-        return {}
-    acc_k, acc_d = krum["accuracy"]["protected"], default["accuracy"]["protected"]
-    verdict = SYMBOL.get(krum["verdict"], krum["verdict"])
-    return {"krum_cost": (f"In this run its matrix row's verdict is {verdict}: clean accuracy {fmt(acc_k)} against "
-                          f"{fmt(acc_d)} on the default stack, {krum['seconds'] / max(default['seconds'], 1e-9):.1f}x the "
-                          "default row's audit time.")}
-
-
 def render(doc: dict[str, Any]) -> str:
     rows, curves = doc["rows"], doc["curves"]
     c = counts(rows, curves)
@@ -107,7 +94,7 @@ def render(doc: dict[str, Any]) -> str:
         rel = "<br>".join(f"`{x['tag']}` → {', '.join(x['to'])}" for x in r["releases"]) or "–"
         L.append(f"| {r['label']} | {tm} | `{r['stack']}` | {attack_lines(r)} | {SYMBOL.get(cell_verdict(r, curves), cell_verdict(r, curves))} "
                  f"| {acc_text} | {rel} |")
-    why = why_defaults_stay(rows, robust_costs(rows))
+    why = why_defaults_stay(rows)
     if why:
         L += ["", "## Failing defaults, and why they stay", "",
               ("A default moves when its protection is cheap: a stack that passes at no more than one point of "
@@ -159,4 +146,4 @@ def write(doc: dict[str, Any], page: Path) -> tuple[Path, Path]:
     return page, js
 
 
-__all__ = ["cell_verdict", "counts", "render", "robust_costs", "write"]
+__all__ = ["cell_verdict", "counts", "render", "write"]

@@ -16,12 +16,10 @@ from typing import Any
 THREAT_MODELS = ("curious_server", "curious_clients", "malicious_client")
 
 ROBUST = {"robust": "closest", "robust_k": 2, "robust_norm": 0}
-#: The robust aggregate the server cannot read behind: CKKS updates, multi-Krum at a key holder.
-KRUM = {"robust": "krum"}
 #: Multi-Krum dropping one client in ten: FedStruct-B's ∇S contributions touch different rows of S,
 #: so every dropped honest client costs its rows' gradient; one in ten is the threat model's one attacker.
 KRUM_ONE_IN_TEN = {"robust": "krum", "robust_trim": 0.1}
-ROBUST_ROWS = {"robust=closest": ROBUST, "robust=krum": KRUM, "robust=krum-trim0.1": KRUM_ONE_IN_TEN}
+ROBUST_ROWS = {"robust=closest": ROBUST, "robust=krum-trim0.1": KRUM_ONE_IN_TEN}
 
 
 @dataclass(frozen=True)
@@ -134,4 +132,4 @@ def with_run(cell: MatrixCell, **changes: Any) -> MatrixCell:
     return replace(cell, run=run)
 
 
-__all__ = ["FULL", "KRUM", "KRUM_ONE_IN_TEN", "QUICK", "ROBUST", "ROBUST_ROWS", "THREAT_MODELS", "MatrixCell", "MethodPlan", "cells", "with_run"]
+__all__ = ["FULL", "KRUM_ONE_IN_TEN", "QUICK", "ROBUST", "ROBUST_ROWS", "THREAT_MODELS", "MatrixCell", "MethodPlan", "cells", "with_run"]
