@@ -35,7 +35,10 @@ from securefg.federation.program.client_runtime import ClientRuntime
 from securefg.federation.program.server_runtime import ServerRuntime
 from securefg.federation.program.step import Step
 from securefg.protocol.mechanism import ExchangeKind
+from securefg.protocol.relay import sealing_directory
 from securefg.protocol.robust import masked_robust as mr
+from securefg.protocol.robust.blind_robust import BlindRobust, seal_release
+from securefg.protocol.robust.blind_robust import Stage as BlindStage
 from securefg.protocol.robust.ckks_robust import (
     NAME,
     CKKSRobust,
@@ -92,6 +95,29 @@ def robust_sum_server(rt: ServerRuntime, res: Resolved, *, tag: str, round: int,
     return total, release.kept
 
 
+def judge_server(rt: ServerRuntime, res: Resolved, *, tag: str, round: int, senders: Sequence[str], length: int,
+                 action: str, info: Mapping[str, str | int], count_tail: int, weighted: bool,
+                 kind: ExchangeKind = ExchangeKind.AGGREGATE) -> tuple[mr.ServerSide, str, Any]:
+    """Steps 1-2 of ``masked_robust`` (and ``blind_robust``) as the server: the clients' sketch
+    uploads, the pseudonymous Gram request, the key holder's coefficients; returns ``(the server's
+    side, the key holder, the call)``."""
+    mech = res.mechanism
+    assert isinstance(mech, mr.MaskedRobust)
+    call = _server_call(rt, res, round=round, tag=tag, kind=kind)
+    holder = ensure_keys(rt, mech.keys, call, kind=kind, encryptors=senders, decryptors=(), galois=True)
+    rt.step(list(senders), action=action, round=round, tag=tag, stage=mr.Stage.SKETCH,
+            info={**info, "tail": count_tail, "kind": kind.value})
+    server_ctx = mech.keys.context_of(call, SERVER)
+    order, uploads = pseudonym_order({
+        pid: parse_upload(server_ctx, payload, length=length, tail=count_tail, with_values=False)
+        for pid, payload in _uploads(rt, call, senders, mr.Stage.SKETCH).items()})
+    rt.transport.send(Envelope(SERVER, (holder,), round, tag, gram_request(uploads), stage=Stage.GRAM_REQUEST,
+                               form=Form.CIPHERTEXT))
+    env = _ask_holder(rt, holder, call, action=ACTION_JUDGE, stage=Stage.GRAM_RESULT,
+                      info={"n": len(order), "tail": count_tail, "weighted": int(weighted), "kind": kind.value})
+    return mr.ServerSide(order, uploads, read_coefficients(env.payload, len(order))), holder, call
+
+
 def masked_robust_server(rt: ServerRuntime, res: Resolved, *, tag: str, round: int, clients: Sequence[str],
                          length: int, action: str, info: Mapping[str, str | int], count_tail: int, weighted: bool,
                          secure_sum: Callable[[list[str]], tuple[torch.Tensor, tuple[str, ...]]],
@@ -101,31 +127,20 @@ def masked_robust_server(rt: ServerRuntime, res: Resolved, *, tag: str, round: i
     mech = res.mechanism
     assert isinstance(mech, mr.MaskedRobust)
     mech.preset.require_levels(2, what="masked_robust (ciphertext product, then a sum)")
-    call = _server_call(rt, res, round=round, tag=tag, kind=ExchangeKind.AGGREGATE)
     senders = [c for c in clients if c not in rt.dropped]
     if not mech.judges(len(senders)):
         total, contributors = secure_sum(senders)
         out = mr.unjudged(rt.party.state.setdefault(f"mech/{mr.NAME}", {}), tag, round, senders, total, contributors,
                           tail=count_tail, weighted=bool(count_tail and weighted))
         return out.total, out.contributors
-    holder = ensure_keys(rt, mech.keys, call, kind=ExchangeKind.AGGREGATE, encryptors=senders, decryptors=(),
-                         galois=True)
-    rt.step(senders, action=action, round=round, tag=tag, stage=mr.Stage.SKETCH, info={**info, "tail": count_tail})
-    server_ctx = mech.keys.context_of(call, SERVER)
-    order, uploads = pseudonym_order({
-        pid: parse_upload(server_ctx, payload, length=length, tail=count_tail, with_values=False)
-        for pid, payload in _uploads(rt, call, senders, mr.Stage.SKETCH).items()})
     weighted = bool(count_tail and weighted)
-    rt.transport.send(Envelope(SERVER, (holder,), round, tag, gram_request(uploads), stage=Stage.GRAM_REQUEST,
-                               form=Form.CIPHERTEXT))
-    env = _ask_holder(rt, holder, call, action=ACTION_JUDGE, stage=Stage.GRAM_RESULT,
-                      info={"n": len(order), "tail": count_tail, "weighted": int(weighted)})
-    side = mr.ServerSide(order, uploads, read_coefficients(env.payload, len(order)))
-    kept = [p for k, p in enumerate(order) if float(side.coefficients[k]) > 0]
+    side, holder, call = judge_server(rt, res, tag=tag, round=round, senders=senders, length=length, action=action,
+                                      info=info, count_tail=count_tail, weighted=weighted)
+    kept = [p for k, p in enumerate(side.order) if float(side.coefficients[k]) > 0]
     total, contributors = secure_sum(kept)
 
     def ask(coeffs: torch.Tensor) -> bytes:
-        rt.transport.send(Envelope(SERVER, (holder,), round, tag, mr.sketch_sum_request(uploads, coeffs, weighted=weighted),
+        rt.transport.send(Envelope(SERVER, (holder,), round, tag, mr.sketch_sum_request(side.uploads, coeffs, weighted=weighted),
                                    stage=Stage.SUM_REQUEST, form=Form.CIPHERTEXT))
         return _ask_holder(rt, holder, call, action=ACTION_RELEASE, stage=Stage.SUM_RESULT,
                            info={"length": length, "tail": count_tail}).payload
@@ -133,7 +148,7 @@ def masked_robust_server(rt: ServerRuntime, res: Resolved, *, tag: str, round: i
     out = mr.finish(side, total, contributors, ask=ask, length=length, tail=count_tail, slots=mech.preset.slots,
                     weighted=weighted, quantization_error=mech.quantization_error(len(contributors)))
     record_release(rt.party.state.setdefault(f"mech/{mr.NAME}", {}), tag, round,
-                   {p: (float(side.coefficients[k]) if p in contributors else 0.0) for k, p in enumerate(order)})
+                   {p: (float(side.coefficients[k]) if p in contributors else 0.0) for k, p in enumerate(side.order)})
     return out, tuple(sorted(contributors))
 
 
@@ -169,8 +184,9 @@ class NodeCKKSRobust:
                                         stage=mr.Stage.SKETCH if masked else Stage.UPLOAD, form=Form.CIPHERTEXT))
 
     def _mech(self, step: Step) -> tuple[CKKSRobust | mr.MaskedRobust, Any, Any]:
-        keys, call = self.keys.call(step.tag, step.round, ExchangeKind.AGGREGATE)
-        mech = self.stack.resolve(step.tag, ExchangeKind.AGGREGATE).mechanism
+        kind = ExchangeKind(step.info.get("kind", ExchangeKind.AGGREGATE.value))  # blind_robust: a shared sum
+        keys, call = self.keys.call(step.tag, step.round, kind)
+        mech = self.stack.resolve(step.tag, kind).mechanism
         if not isinstance(mech, (CKKSRobust, mr.MaskedRobust)):
             raise UnexpectedMessageError(f"{self.rt.party.pid} got a robust judge step for {step.tag!r}, bound to "
                                          f"{mech.name!r}")
@@ -200,6 +216,18 @@ class NodeCKKSRobust:
             raise UnexpectedMessageError(f"{self.rt.party.pid} was asked to release {step.tag!r} round {step.round} "
                                          "before it judged it")
         secret, length, tail = keys.secret_of(call, self.rt.party.pid), int(step.info["length"]), int(step.info["tail"])
+        if isinstance(mech, BlindRobust):  # sealed to every client; the server forwards boxes it cannot open
+            pid = self.rt.party.pid
+            for env in self.rt.transport.receive(pid, tag=step.tag, round=step.round, stage=sealing_directory.STAGE):
+                sealing_directory.accept(call, pid, env)
+            publish_to = _names(step.info.get("publish_to", ""))
+            if publish_to:  # the clients check its boxes against its sealing key
+                sealing_directory.publish(call, pid, publish_to)
+            released = mr.release_sketch_sum(secret, req.payload, expect, width=sketch_width(length, mech.preset.slots),
+                                             tail=0)
+            self.rt.transport.send(req.reply(seal_release(call, pid, _names(step.info["seal_to"]), released), sender=pid,
+                                             stage=BlindStage.SKETCH_RELEASE, form=Form.SEALED))
+            return
         if isinstance(mech, mr.MaskedRobust):
             released = mr.release_sketch_sum(secret, req.payload, expect, width=sketch_width(length - tail, mech.preset.slots),
                                              tail=tail)
@@ -208,4 +236,9 @@ class NodeCKKSRobust:
         self.rt.transport.send(req.reply(released, sender=self.rt.party.pid, stage=Stage.SUM_RESULT, form=Form.AGGREGATE))
 
 
-__all__ = ["ACTION_JUDGE", "ACTION_RELEASE", "NodeCKKSRobust", "masked_robust_server", "robust_sum_server"]
+def _names(text: object) -> list[str]:
+    return [p for p in str(text).split(",") if p]
+
+
+__all__ = ["ACTION_JUDGE", "ACTION_RELEASE", "NodeCKKSRobust", "judge_server", "masked_robust_server",
+           "robust_sum_server"]

@@ -29,6 +29,10 @@ from securefg.federation.envelope import Envelope, Form
 from securefg.federation.flatten import flatten, layout_from_text, layout_to_text, unflatten
 from securefg.federation.party import SERVER, is_client
 from securefg.federation.program import relay as relay_program
+from securefg.federation.program.ckks_flows import _ask_holder
+from securefg.federation.program.ckks_keys import ACTION_SEALING as ROBUST_SEALING
+from securefg.federation.program.ckks_robust_flows import ACTION_RELEASE as ROBUST_RELEASE
+from securefg.federation.program.ckks_robust_flows import judge_server
 from securefg.federation.program.calls import party_call
 from securefg.federation.program.exchange import advance_client_stage, agreed_layout
 from securefg.federation.program.halves import client_half
@@ -37,7 +41,13 @@ from securefg.federation.program.server_runtime import LAYOUT
 from securefg.federation.program.step import Step
 from securefg.protocol.mechanism import ExchangeKind
 from securefg.protocol.relay import sealing_directory
-from securefg.protocol.robust.ckks_robust import CKKSRobust
+from securefg.protocol.relay.blob_list import unpack_blobs
+from securefg.protocol.robust import masked_robust as mr
+from securefg.protocol.robust.blind_robust import BlindRobust, read_checked
+from securefg.protocol.robust.blind_robust import Stage as BlindStage
+from securefg.protocol.robust.ckks_robust import CKKSRobust, record_release
+from securefg.protocol.robust.ckks_robust import Stage as RobustStage
+from securefg.protocol.robust.masked_robust import Stage as MaskedStage
 from securefg.protocol.robust.masked_robust import MaskedRobust
 from securefg.protocol.robust.mechanism import SubgroupRobust
 from securefg.protocol.robust.plaintext_krum import PlaintextKrum
@@ -85,6 +95,12 @@ def shared_sum(ex: Any, tag: str, clients: Iterable[str] | None = None) -> tuple
     length = layout_from_text(text, what=f"{tag!r} layout").size
     info: dict[str, str | int] = {"layout": text, "members": ",".join(members)}
     mech = res.mechanism
+    if isinstance(mech, BlindRobust) and mech.judges(len(members)):  # the rule, and still server-blind
+        contributors = _blind_robust(ex, res, tag, members, length, info)
+        server_transforms(res, ex.call(tag, res, ExchangeKind.SHARED_SUM), length, tuple(contributors))
+        return tuple(contributors)
+    if isinstance(mech, BlindRobust):  # too few clients to judge: the blind sum alone
+        mech = mech.blind
     if isinstance(mech, (SubgroupRobust, CKKSRobust, MaskedRobust, PlaintextKrum)):  # a robust rule: the server reads the result
         total, contributors = ex._sum(mech, tag, members, length, {"weighted": 0}, count_tail=0, weighted=False)
         payload, form = encode_tensor(total), Form.AGGREGATE
@@ -115,6 +131,50 @@ def shared_sum(ex: Any, tag: str, clients: Iterable[str] | None = None) -> tuple
             info={**info, "contributors": ",".join(contributors)})
     server_transforms(res, ex.call(tag, res, ExchangeKind.SHARED_SUM), length, tuple(contributors))
     return tuple(contributors)
+
+
+def _blind_robust(ex: Any, res: Any, tag: str, members: list[str], length: int, info: Mapping[str, str | int]) -> tuple[str, ...]:
+    """``blind_robust`` as the server: the judge (sketches, the key holder's coefficients), the
+    kept clients' blinded SecAgg+, the key holder's release sealed to every client, then the
+    blinded sum, the kept list and each client's box to the clients, who unblind and check."""
+    rt, mech = ex.rt, res.mechanism
+    mech.preset.require_levels(2, what="blind_robust (ciphertext product, then a sum)")
+    _ensure_group_key(ex, tag, members)  # every member reads the result, the dropped ones too
+    side, holder, call = judge_server(rt, res, tag=tag, round=ex.round, senders=members, length=length, action=ACTION,
+                                      info=info, count_tail=0, weighted=False, kind=ExchangeKind.SHARED_SUM)
+    kept = [p for k, p in enumerate(side.order) if float(side.coefficients[k]) > 0]
+    agg = _secure(ex, mech.blind, tag, kept, length, {**info, "blind": 1})
+    assert agg.ring_total is not None
+    result = BlindedResult(len(kept), mech.blind.settings.ring_bits(len(kept)), agg.contributors, agg.ring_total).encode()
+    readers = [c for c in members if c not in rt.dropped]
+    lacks = [c for c in readers if not relay_program._known(ex, holder, c)]
+    if lacks:  # the key holder seals to their keys (the CKKS key setup's step and ledger)
+        rt.step(lacks, action=ROBUST_SEALING, round=ex.round, tag=tag,
+                info={"holder": holder, "kind": ExchangeKind.SHARED_SUM.value})
+        for c in lacks:
+            relay_program._learn(ex, holder, c)
+        readers = [c for c in readers if c not in rt.dropped]
+    unknown = [c for c in readers if not relay_program._known(ex, c, holder)]
+    rt.transport.send(Envelope(SERVER, (holder,), ex.round, tag,
+                               mr.sketch_sum_request(side.uploads, side.in_sum(agg.contributors), weighted=False),
+                               stage=RobustStage.SUM_REQUEST, form=Form.CIPHERTEXT))
+    env = _ask_holder(rt, holder, call, action=ROBUST_RELEASE, stage=BlindStage.SKETCH_RELEASE,
+                      info={"length": length, "tail": 0, "kind": ExchangeKind.SHARED_SUM.value,
+                            "seal_to": ",".join(readers), "publish_to": ",".join(unknown)})
+    for c in unknown:
+        relay_program._learn(ex, c, holder)
+    boxes = unpack_blobs(env.payload, max_count=len(readers))
+    if len(boxes) != len(readers):
+        raise ProtocolError(f"{tag!r}: the key holder sealed {len(boxes)} release(s) for {len(readers)} clients")
+    for r, box in zip(readers, boxes, strict=True):  # forwarded unread
+        rt.transport.send(Envelope(SERVER, (r,), ex.round, tag, box, stage=BlindStage.FORWARD, form=Form.SEALED))
+    rt.transport.send(Envelope(SERVER, tuple(readers), ex.round, tag, result, stage=RESULT_STAGE, form=Form.MASKED))
+    record_release(rt.party.state.setdefault(f"mech/{mech.name}", {}), tag, ex.round,
+                   {p: (1.0 if p in agg.contributors else 0.0) for p in side.order})
+    ex.step(readers, action=ACTION, tag=tag, stage=RESULT_STAGE,
+            info={**info, "contributors": ",".join(agg.contributors), "kept": ",".join(kept), "holder": holder,
+                  "senders": len(members)})
+    return tuple(agg.contributors)
 
 
 def _secure(ex: Any, mech: SecureSum, tag: str, members: list[str], length: int,
@@ -207,7 +267,8 @@ class SharedSumHalf:
         _resolve(self.ex.stack, tag)
         res, call = self._call(tag, round)
         tensors = self.ex.deviate("shared_sum", tag, tensors)
-        if isinstance(res.mechanism, (SubgroupRobust, CKKSRobust, MaskedRobust, PlaintextKrum)):  # its sums run as aggregates
+        if isinstance(res.mechanism, (SubgroupRobust, CKKSRobust, MaskedRobust, PlaintextKrum)) and not isinstance(
+                res.mechanism, BlindRobust):  # its sums run as aggregates
             self.ex.contribute(tag, round, tensors)
             return
         vec, layout = flatten(tensors, what=f"{tag!r} from {pid}")
@@ -224,6 +285,17 @@ class SharedSumHalf:
         pid, key = self.rt.party.pid, (step.tag, step.round)
         res, call = self._call(step.tag, step.round)
         mech = res.mechanism
+        if isinstance(mech, BlindRobust) and step.stage == MaskedStage.SKETCH:  # the input stays for the kept sum
+            if key not in self.pending:
+                raise InvalidInputError(f"{pid} has no input prepared for {step.tag!r} round {step.round}")
+            self.ex.ckks_robust.upload(step, self.pending[key])
+            return
+        if isinstance(mech, BlindRobust) and step.stage == RESULT_STAGE and "kept" in step.info:
+            self.pending.pop(key, None)  # a client the rule dropped never sent it
+            self._read_robust(step, call, mech)
+            return
+        if isinstance(mech, BlindRobust):
+            mech = mech.blind
         if step.stage == UPLOAD:
             vec = self.pending.pop(key)
             self.rt.transport.send(Envelope(pid, (SERVER,), step.round, step.tag, encode_tensor(vec), stage=UPLOAD))
@@ -263,6 +335,22 @@ class SharedSumHalf:
                                                identity=identity))
 
         advance_client_stage(self.calls, key, pid, step, route, begin)
+
+    def _read_robust(self, step: Step, call: Any, mech: BlindRobust) -> None:
+        """``blind_robust``'s result as this client: the key holder's sealing key (first time),
+        its box, the blinded kept sum; unblind, open, check (:func:`~securefg.protocol.robust.blind_robust.read_checked`)."""
+        pid = self.rt.party.pid
+        for env in self.rt.transport.receive(pid, tag=step.tag, round=step.round, stage=sealing_directory.STAGE):
+            sealing_directory.accept(call, pid, env)
+        (fwd,) = self.rt.transport.receive(pid, tag=step.tag, round=step.round, stage=BlindStage.FORWARD)
+        (env,) = self.rt.transport.receive(pid, tag=step.tag, round=step.round, stage=RESULT_STAGE)
+        if fwd.sender != SERVER or env.sender != SERVER:
+            raise UnexpectedMessageError(f"{pid} got a {step.tag!r} result from {env.sender!r}")
+        layout = layout_from_text(str(step.info["layout"]), what=f"{step.tag!r} layout")
+        kept = [p for p in str(step.info["kept"]).split(",") if p]
+        out = read_checked(call, mech, receiver=pid, holder=str(step.info["holder"]), result=env.payload,
+                           box=fwd.payload, kept=kept, senders=int(step.info["senders"]), length=layout.size)
+        self.results[(step.tag, step.round)] = unflatten(out.total, layout)
 
     def _on_key(self, step: Step) -> dict[str, str | int] | None:
         """The group key's steps, each as ``group_key.ensure_group_key`` acts as this party."""

@@ -1,8 +1,9 @@
 """Robust aggregation that composes with protected sums: robust rules over public subgroups'
 sums (``subgroup_robust``), or over the inner products of CKKS-encrypted updates, judged by the
 key holder (``ckks_robust``), or over the encrypted sketches of updates the kept clients then
-sum with SecAgg+ (``masked_robust``)."""
+sum with SecAgg+ (``masked_robust``), or by a blind sum only the clients read (``blind_robust``)."""
 
+from securefg.protocol.robust.blind_robust import BlindRobust
 from securefg.protocol.robust.ckks_robust import CKKSRobust, JudgedRelease
 from securefg.protocol.robust.masked_robust import MaskedRobust
 from securefg.protocol.robust.mechanism import SubgroupRelease, SubgroupRobust
@@ -12,6 +13,7 @@ from securefg.protocol.robust.subgroups import check_sizes, partition
 
 __all__ = [
            "ROBUST_OPTIONS",
+           "BlindRobust",
            "CKKSRobust",
            "JudgedRelease",
            "MaskedRobust",

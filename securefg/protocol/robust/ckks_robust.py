@@ -466,8 +466,9 @@ class CKKSRobust(Mechanism):
 
     Args:
         preset (str): CKKS preset (needs two levels: product, mask). (default: ``"default"``)
-        rule (str): ``"krum"`` (multi-Krum: drop ``ceil(trim * n)`` inputs) or ``"norm"``
-            (keep every input, bound its norm). (default: ``"krum"``)
+        rule (str): ``"krum"`` (multi-Krum: drop ``ceil(trim * n)`` inputs), ``"norm"`` (keep
+            every input, bound its norm) or ``"norm_filter"`` (drop an input above ``norm_factor``
+            times the median norm). (default: ``"krum"``)
         trim (float): Share of inputs multi-Krum drops (at most ``(n - 3) // 2``: Krum's ``n >= 2f + 3``). (default: ``0.2``)
         norm_factor (float): Inputs are scaled to at most this times the kept inputs' median norm;
             ``0`` disables the bound. (default: ``0.0``)
@@ -509,8 +510,8 @@ class CKKSRobust(Mechanism):
             v = p[key]
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not lo <= v < hi:
                 problems.append(f"{key} must be a number in [{lo}, {hi}), got {v!r}")
-        if p["rule"] == "norm" and isinstance(p["norm_factor"], (int, float)) and p["norm_factor"] <= 0:
-            problems.append("rule 'norm' needs norm_factor > 0 (otherwise nothing is bounded)")
+        if p["rule"] in ("norm", "norm_filter") and isinstance(p["norm_factor"], (int, float)) and p["norm_factor"] <= 0:
+            problems.append(f"rule {p['rule']!r} needs norm_factor > 0 (otherwise nothing is bounded)")
         return problems
 
     @classmethod

@@ -7,7 +7,10 @@ as :math:`\sqrt{G_{aa}}`, which is all that multi-Krum (Blanchard et al., "Machi
 Adversaries: Byzantine Tolerant Gradient Descent", NeurIPS 2017,
 https://arxiv.org/abs/1703.02757; El Mhamdi et al., ICML 2018) and a norm bound (Sun et al.,
 2019, https://arxiv.org/abs/1911.07963) need. Each rule returns one coefficient per input in
-``[0, 1]``: 0 drops it, a value below 1 scales it down to the norm bound.
+``[0, 1]``: 0 drops it, a value below 1 scales it down to the norm bound. ``norm_filter`` drops
+an input whose norm exceeds ``norm_factor`` times the median norm instead of scaling it: its
+coefficients are 0 or 1, so a masked sum can apply it (a dropped client is never asked for its
+masked input) where a scaled one would need each client to scale its own input.
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ import torch
 
 from securefg.errors import InvalidInputError
 
-GRAM_RULES = ("krum", "norm")
+GRAM_RULES = ("krum", "norm", "norm_filter")
+#: Rules whose coefficients are 0 or 1 (a masked sum can carry them: keep or drop a client).
+SELECTING_RULES = ("krum", "norm_filter")
 
 
 def trim_problems(trim: Any) -> list[str]:
@@ -69,9 +74,23 @@ def norm_coefficients(gram: torch.Tensor, keep: torch.Tensor, factor: float) -> 
     return torch.where(norms > tau, tau / norms.clamp_min(1e-300), ones)
 
 
+def norm_filter(gram: torch.Tensor, factor: float) -> torch.Tensor:
+    """Keep the inputs whose norm is at most ``factor`` times the median norm (all of them when
+    fewer than three: a median of two is one of them). One input cannot raise the median, so a
+    boosted update (sign flip x10, model replacement) is dropped while honest inputs of the
+    usual spread are kept."""
+    n = gram.shape[0]
+    if n < 3 or factor <= 0:
+        return torch.ones(n, dtype=torch.bool)
+    norms = torch.diagonal(gram).clamp_min(0.0).sqrt()
+    return norms <= factor * float(norms.median())
+
+
 def gram_coefficients(gram: torch.Tensor, *, rule: str, trim: float, norm_factor: float) -> torch.Tensor:
     """One coefficient per input: multi-Krum's selection (``"krum"``: keep the ``n - f`` lowest
-    scores, ``f = tolerated(n, trim)``) or all (``"norm"``), times the norm bound's factors.
+    scores, ``f = tolerated(n, trim)``), all (``"norm"``) or those within ``norm_factor`` times
+    the median norm (``"norm_filter"``), times the norm bound's factors (not for
+    ``"norm_filter"``, whose factor is its threshold).
 
     Raises:
         InvalidInputError: A Gram matrix that is not square, symmetric within CKKS noise, finite,
@@ -85,6 +104,8 @@ def gram_coefficients(gram: torch.Tensor, *, rule: str, trim: float, norm_factor
         keep[krum_scores(gram, f).argsort()[: n - f]] = True
     elif rule == "norm":
         keep = torch.ones(n, dtype=torch.bool)
+    elif rule == "norm_filter":
+        return norm_filter(gram, norm_factor).to(gram.dtype)
     else:
         raise InvalidInputError(f"unknown Gram rule {rule!r} (choices: {list(GRAM_RULES)})")
     return keep.to(gram.dtype) * norm_coefficients(gram, keep, norm_factor)
@@ -109,10 +130,12 @@ def check_gram(gram: torch.Tensor) -> None:
 
 __all__ = [
     "GRAM_RULES",
+    "SELECTING_RULES",
     "check_gram",
     "gram_coefficients",
     "krum_scores",
     "norm_coefficients",
+    "norm_filter",
     "squared_distances",
     "tolerated",
     "trim_problems",

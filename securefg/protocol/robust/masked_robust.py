@@ -25,12 +25,15 @@ needs the updates' geometry, which the count sketches carry in one ciphertext pe
 kept clients' sum (as ``secure_sum`` over them) and who was dropped; the sketch sum it receives is
 a function of that sum. The *key holder* learns the pseudonymous sketches' Gram matrix and counts,
 as under ``ckks_robust``, and nothing of any sum but its sketch. A dropped client is, to SecAgg+,
-a client that was never asked. The rule is multi-Krum only (``trim``): a norm bound would need a
-client to scale its own input by a coefficient the server tells it, not implemented.
+a client that was never asked. The rule keeps or drops (``krum``: multi-Krum, ``trim``;
+``norm_filter``: drop an input above ``norm_factor`` times the median norm): a norm bound that
+scales would need a client to scale its own input by a coefficient the server tells it, not
+implemented. :mod:`.blind_robust` runs the same judge for a sum only the clients may read.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -56,7 +59,7 @@ from securefg.protocol.robust.ckks_robust import (
     sketch_width,
     sum_factor,
 )
-from securefg.protocol.robust.gram_rules import tolerated, trim_problems
+from securefg.protocol.robust.gram_rules import SELECTING_RULES, tolerated, trim_problems
 from securefg.protocol.secure_sum.mechanism import SecureSum
 from securefg.protocol.secure_sum.settings import DEFAULTS as SECURE_SUM_DEFAULTS
 from securefg.protocol.shared_result import share_sum
@@ -150,6 +153,22 @@ class ServerSide:
         return c
 
 
+@dataclass(frozen=True)
+class Judged:
+    """One judged call (in process): the server's side, the uploads, the key holder and what it
+    expects the released sketch sum to be."""
+
+    side: ServerSide
+    uploads: tuple[Upload, ...]
+    holder: str
+    secret: SecretContext
+    expect: Expectation
+
+    @property
+    def kept(self) -> list[str]:
+        return [p for k, p in enumerate(self.side.order) if float(self.side.coefficients[k]) > 0]
+
+
 def finish(side: ServerSide, total: torch.Tensor, contributors: Sequence[str], *,
            ask: Callable[[torch.Tensor], bytes], length: int, tail: int, slots: int, weighted: bool,
            quantization_error: float) -> torch.Tensor:
@@ -197,7 +216,8 @@ class MaskedRobust(Mechanism):
     name = NAME
     exchanges = frozenset({ExchangeKind.AGGREGATE, ExchangeKind.SHARED_SUM})
     returns_sum = False
-    defaults: ClassVar[Mapping[str, Any]] = {**CKKS_KEY_DEFAULTS, "rule": "krum", "trim": 0.2, "inner_params": {}}
+    defaults: ClassVar[Mapping[str, Any]] = {**CKKS_KEY_DEFAULTS, "rule": "krum", "trim": 0.2, "norm_factor": 0.0,
+                                             "inner_params": {}}
     protects = ("each input: the server sees CKKS-encrypted sketches and, of the clients the rule kept, masked "
                 "vectors; it learns their sum and who was dropped. The key holder sees the inner products of the "
                 "pseudonymous sketches")
@@ -214,9 +234,17 @@ class MaskedRobust(Mechanism):
         problems = super().validate_params(params)
         p = {**cls.defaults, **params}
         problems += ckks_key_problems(p)
-        if p["rule"] != "krum":
-            problems.append(f"rule must be 'krum' (a norm bound needs ckks_robust), got {p['rule']!r}")
+        if p["rule"] not in SELECTING_RULES:
+            problems.append(f"rule must be one of {list(SELECTING_RULES)} (a norm bound that scales needs ckks_robust), "
+                            f"got {p['rule']!r}")
         problems += trim_problems(p["trim"])
+        nf = p["norm_factor"]
+        if not isinstance(nf, (int, float)) or isinstance(nf, bool) or not 0 <= nf < math.inf:
+            problems.append(f"norm_factor must be a number >= 0, got {nf!r}")
+        elif p["rule"] == "norm_filter" and nf <= 0:
+            problems.append("rule 'norm_filter' needs norm_factor > 0 (the threshold, times the median norm)")
+        elif p["rule"] == "krum" and nf > 0:
+            problems.append("norm_factor applies to rule 'norm_filter'; multi-Krum here keeps or drops only")
         inner = p["inner_params"]
         if not isinstance(inner, Mapping):
             problems.append(f"inner_params must be a table of secure_sum parameters, got {inner!r}")
@@ -234,17 +262,48 @@ class MaskedRobust(Mechanism):
         return SecureSum.voided_guarantees(dict(inner) if isinstance(inner, Mapping) else {})
 
     def judges(self, n: int) -> bool:
-        """Whether the rule may drop anyone among ``n`` uploaders (Krum's ``n >= 2f + 3``): with
-        fewer than five clients it may not, and the call is the inner masked sum alone (no
-        sketches, no key holder: they would cost bytes and time to keep everyone)."""
+        """Whether the rule may drop anyone among ``n`` uploaders (Krum's ``n >= 2f + 3``; the norm
+        filter needs a median of at least three): otherwise the call is the inner masked sum alone
+        (no sketches, no key holder: they would cost bytes and time to keep everyone)."""
+        if self.params["rule"] == "norm_filter":
+            return n >= 3
         return tolerated(n, float(self.params["trim"])) > 0
 
     def rule_params(self) -> dict[str, Any]:
-        return {"rule": "krum", "trim": float(self.params["trim"]), "norm_factor": 0.0}
+        return {"rule": str(self.params["rule"]), "trim": float(self.params["trim"]),
+                "norm_factor": float(self.params["norm_factor"])}
 
     def quantization_error(self, contributors: int) -> float:
         """Worst absolute error per element of the inner masked sum over ``contributors``."""
         return float(self.inner.settings.quantizer(contributors).error_bound(contributors))
+
+    def judge_call(self, call: ExchangeCall, senders: Sequence[str], inputs: Mapping[str, torch.Tensor], *,
+                   length: int, tail: int, weighted: bool) -> Judged:
+        """Steps 1-2: each sender's encrypted sketch to the server, the pseudonymous Gram request
+        to the key holder, its coefficients back (each party's part acting as that party)."""
+        holder = self.keys.ensure(call, encryptors=senders, decryptors=(), galois=True)
+        server_ctx = self.keys.context_of(call, call.server)
+        parsed: dict[str, Upload] = {}
+        for pid in senders:
+            payload = cr.encrypt_upload(self.keys.context_of(call, pid), inputs[pid].reshape(-1), tail=tail,
+                                        preset=self.preset, pid=pid, with_values=False)
+            call.transport.send(Envelope(pid, (call.server,), call.round, call.tag, payload, stage=Stage.SKETCH,
+                                         form=Form.CIPHERTEXT))
+            (env,) = call.transport.receive_from(call.server, [pid], tag=call.tag, round=call.round,
+                                                 stage=Stage.SKETCH).values()
+            parsed[pid] = cr.parse_upload(server_ctx, env.payload, length=length, tail=tail, with_values=False)
+        order, uploads = cr.pseudonym_order(parsed)
+        call.transport.send(Envelope(call.server, (holder,), call.round, call.tag, cr.gram_request(uploads),
+                                     stage=Stage.GRAM_REQUEST, form=Form.CIPHERTEXT))
+        (req,) = call.transport.receive_from(holder, [call.server], tag=call.tag, round=call.round,
+                                             stage=Stage.GRAM_REQUEST).values()
+        secret = self.keys.secret_of(call, holder)
+        reply, expect = cr.judge(secret, req.payload, n=len(order), tail=tail, weighted=weighted, **self.rule_params())
+        call.transport.send(req.reply(reply, sender=holder, stage=Stage.GRAM_RESULT, form=Form.AGGREGATE))
+        (res,) = call.transport.receive_from(call.server, [holder], tag=call.tag, round=call.round,
+                                             stage=Stage.GRAM_RESULT).values()
+        side = ServerSide(order, uploads, cr.read_coefficients(res.payload, len(order)))
+        return Judged(side, uploads, holder, secret, expect)
 
     def run_aggregate(self, call: ExchangeCall, inputs: Mapping[str, torch.Tensor]) -> SumOutcome:
         """The five steps above, each party's part acting as that party."""
@@ -258,32 +317,9 @@ class MaskedRobust(Mechanism):
             inner = self.inner.run_aggregate(call, {p: inputs[p] for p in senders})
             return unjudged(call.state_of(call.server, NAME), call.tag, call.round, senders, inner.total,
                             inner.contributors, tail=tail, weighted=weighted)
-        holder = self.keys.ensure(call, encryptors=senders, decryptors=(), galois=True)
-
-        # --- each client: its sketch; the server parses
-        server_ctx = self.keys.context_of(call, call.server)
-        parsed: dict[str, Upload] = {}
-        for pid in senders:
-            payload = cr.encrypt_upload(self.keys.context_of(call, pid), inputs[pid].reshape(-1), tail=tail,
-                                        preset=self.preset, pid=pid, with_values=False)
-            call.transport.send(Envelope(pid, (call.server,), call.round, call.tag, payload, stage=Stage.SKETCH,
-                                         form=Form.CIPHERTEXT))
-            (env,) = call.transport.receive_from(call.server, [pid], tag=call.tag, round=call.round,
-                                                 stage=Stage.SKETCH).values()
-            parsed[pid] = cr.parse_upload(server_ctx, env.payload, length=length, tail=tail, with_values=False)
-        order, uploads = cr.pseudonym_order(parsed)
-
-        # --- server -> key holder: judge
-        call.transport.send(Envelope(call.server, (holder,), call.round, call.tag, cr.gram_request(uploads),
-                                     stage=Stage.GRAM_REQUEST, form=Form.CIPHERTEXT))
-        (req,) = call.transport.receive_from(holder, [call.server], tag=call.tag, round=call.round,
-                                             stage=Stage.GRAM_REQUEST).values()
-        secret = self.keys.secret_of(call, holder)
-        reply, judged = cr.judge(secret, req.payload, n=len(order), tail=tail, weighted=weighted, **self.rule_params())
-        call.transport.send(req.reply(reply, sender=holder, stage=Stage.GRAM_RESULT, form=Form.AGGREGATE))
-        (res,) = call.transport.receive_from(call.server, [holder], tag=call.tag, round=call.round,
-                                             stage=Stage.GRAM_RESULT).values()
-        side = ServerSide(order, uploads, cr.read_coefficients(res.payload, len(order)))
+        judged = self.judge_call(call, senders, inputs, length=length, tail=tail, weighted=weighted)
+        side, holder, secret, uploads = judged.side, judged.holder, judged.secret, judged.uploads
+        order = side.order
 
         # --- the kept clients' masked sum
         kept = [p for k, p in enumerate(order) if float(side.coefficients[k]) > 0]
@@ -295,7 +331,8 @@ class MaskedRobust(Mechanism):
                                          stage=Stage.SUM_REQUEST, form=Form.CIPHERTEXT))
             (r,) = call.transport.receive_from(holder, [call.server], tag=call.tag, round=call.round,
                                                stage=Stage.SUM_REQUEST).values()
-            out = release_sketch_sum(secret, r.payload, judged, width=sketch_width(length - tail, self.preset.slots), tail=tail)
+            out = release_sketch_sum(secret, r.payload, judged.expect, width=sketch_width(length - tail, self.preset.slots),
+                                     tail=tail)
             call.transport.send(r.reply(out, sender=holder, stage=Stage.SUM_RESULT, form=Form.AGGREGATE))
             (back,) = call.transport.receive_from(call.server, [holder], tag=call.tag, round=call.round,
                                                   stage=Stage.SUM_RESULT).values()
@@ -313,5 +350,5 @@ class MaskedRobust(Mechanism):
         return share_sum(call, inputs, self.run_aggregate(call, inputs), form=Form.AGGREGATE)
 
 
-__all__ = ["NAME", "MaskedRobust", "ServerSide", "Stage", "check_masked_sum", "finish",
+__all__ = ["NAME", "Judged", "MaskedRobust", "ServerSide", "Stage", "check_masked_sum", "finish",
            "release_sketch_sum", "sketch_sum_request", "unjudged"]

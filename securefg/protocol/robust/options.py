@@ -1,17 +1,19 @@
-"""``--option robust=median|trimmed|norm|closest|krum`` (and ``robust_k``, ...): a stack with robust update sums.
+"""``--option robust=median|trimmed|norm|closest|krum|norm_filter`` (and ``robust_k``, ...): a stack with robust update sums.
 
 The options are the stack's, not the method's: they rebind each tag the method declares in
 ``ROBUST_TAGS`` (its model-update aggregate). ``median``, ``trimmed``, ``norm`` and ``closest``
 bind it to ``subgroup_robust``, keeping the tag's own mechanism, parameters and transforms as the
-per-subgroup sum; the derived stack is named ``<stack>+robust-<rule>-k<k>``. ``krum`` lets a key
-holder run multi-Krum on the inner products of the updates' CKKS-encrypted sketches, keeping the
-tag's transforms: a tag summed by ``secure_sum`` or ``blind_sum`` goes to ``masked_robust`` (the
-kept updates are then summed by SecAgg+ with the tag's own parameters), a ``plaintext`` tag to
-``plaintext_krum`` (the same rule run by the server on the clear uploads: an audit's unprotected
-comparison), any other (and any with ``robust_norm``, a norm bound) to ``ckks_robust`` (the
-updates themselves CKKS-encrypted). The
-stack is named ``<stack>+robust-krum``; a ``shared_sum`` tag's robust result is then read by the
-server and sent on to the clients (as under ``subgroup_robust``). Every report says which stack ran.
+per-subgroup sum; the derived stack is named ``<stack>+robust-<rule>-k<k>``. ``krum`` and
+``norm_filter`` let a key holder judge every input on the inner products of its CKKS-encrypted
+sketch (multi-Krum, ``robust_trim``; or the norm filter, which drops an input above
+``robust_norm`` times the median norm, default 3), keeping the tag's transforms: a tag summed by
+``secure_sum`` goes to ``masked_robust`` (the kept inputs are then summed by SecAgg+ with the
+tag's own parameters), one summed by ``blind_sum`` to ``blind_robust`` (the same, through the blind
+sum: the server still never reads it), a ``plaintext`` tag to ``plaintext_krum`` (the same rule run
+by the server on the clear uploads: an audit's unprotected comparison), any other (and multi-Krum
+with ``robust_norm``, a norm bound that scales) to ``ckks_robust`` (the inputs themselves
+CKKS-encrypted). The stack is named ``<stack>+robust-krum`` or ``<stack>+robust-normfilter<F>``.
+Every report says which stack ran.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 
 from securefg.errors import ConfigError
 from securefg.protocol.mechanism import mechanism_class
+from securefg.protocol.robust.blind_robust import NAME as BLIND_ROBUST
 from securefg.protocol.robust.ckks_robust import NAME as CKKS_ROBUST
 from securefg.protocol.robust.masked_robust import NAME as MASKED_ROBUST
 from securefg.protocol.robust.mechanism import NAME
@@ -31,6 +34,13 @@ from securefg.protocol.stack import ProtocolStack
 
 BLIND = "blind_sum"
 """Server-blind shared sums: under the robust option their subgroups are summed by secure_sum."""
+
+#: Rules a key holder judges on encrypted sketches (every client's input, not subgroups).
+JUDGED_RULES = ("krum", "norm_filter")
+#: The norm filter's threshold unless ``robust_norm`` sets it: an input above 3x the median norm
+#: is dropped (a sign flip x10 or a model replacement is far above; honest inputs of one dataset
+#: stay within it).
+NORM_FILTER_FACTOR = 3.0
 
 #: Options this module consumes, with their defaults (``robust = ""``: off).
 ROBUST_OPTIONS: Mapping[str, Any] = {"robust": "", "robust_k": 3, "robust_trim": 0.2, "robust_norm": 1.0}
@@ -93,49 +103,63 @@ def robust_stack(stack: ProtocolStack, tags: tuple[str, ...], *, rule: str, k: i
 
 
 def krum_stack(stack: ProtocolStack, tags: tuple[str, ...], *, trim: float = 0.2,
-               norm_factor: float = 0.0) -> ProtocolStack:
-    """``stack`` with each of ``tags`` judged by multi-Krum at a key holder: ``masked_robust`` for a
-    masked sum without a norm bound, ``ckks_robust`` otherwise."""
+               norm_factor: float = 0.0, rule: str = "krum") -> ProtocolStack:
+    """``stack`` with each of ``tags`` judged at a key holder on the inner products of its
+    encrypted sketches: multi-Krum (``rule="krum"``; with ``norm_factor`` also a norm bound that
+    scales) or the norm filter (``rule="norm_filter"``: drop an input above ``norm_factor`` times
+    the median norm). A masked sum keeps its protection: ``secure_sum`` goes to ``masked_robust``,
+    ``blind_sum`` to ``blind_robust`` (the server still never reads the sum), as long as the rule
+    keeps or drops; a scaling bound or any other mechanism goes to ``ckks_robust``."""
     desc = stack.describe()
     bindings = {p: dict(b) for p, b in desc["bindings"].items()}
     tags = tuple(t for t in tags if mechanism_class(stack.binding_for(t).mechanism).returns_sum)  # robust already
     if not tags:
         return stack
-    masked, encrypted, clear = [], [], []
+    selecting = rule == "norm_filter" or norm_factor == 0
+    rule_params = {"rule": rule, "trim": trim, **({"norm_factor": norm_factor} if rule == "norm_filter" else {})}
+    what = (f"multi-Krum, trim {trim}" if rule == "krum" else
+            f"the norm filter: an input above {norm_factor:g} times the median norm is dropped")
+    masked, blind, encrypted, clear = [], [], [], []
     for tag in tags:
         b = stack.binding_for(tag)
         transforms = [{"name": t.name, **t.params} for t in b.transforms]
-        if b.mechanism == "plaintext" and norm_factor == 0:  # the same rule, nothing to hide
-            bindings[tag] = {"mechanism": PLAINTEXT_KRUM, "params": {"trim": trim}, "transforms": transforms}
+        unsafe = {"unsafe": b.unsafe} if b.unsafe is not None else {}
+        if b.mechanism == "plaintext" and selecting:  # the same rule, nothing to hide
+            bindings[tag] = {"mechanism": PLAINTEXT_KRUM, "params": dict(rule_params), "transforms": transforms}
             clear.append(tag)
-        elif b.mechanism in ("secure_sum", BLIND) and norm_factor == 0:
+        elif b.mechanism in ("secure_sum", BLIND) and selecting:
             inner = {k: v for k, v in b.params.items() if k in SECURE_SUM_DEFAULTS}
-            bindings[tag] = {"mechanism": MASKED_ROBUST, "params": {"trim": trim, "inner_params": inner},
-                             "transforms": transforms, **({"unsafe": b.unsafe} if b.unsafe is not None else {})}
-            masked.append(tag)
+            name = BLIND_ROBUST if b.mechanism == BLIND else MASKED_ROBUST
+            bindings[tag] = {"mechanism": name, "params": {**rule_params, "inner_params": inner},
+                             "transforms": transforms, **unsafe}
+            (blind if b.mechanism == BLIND else masked).append(tag)
         else:
-            bindings[tag] = {"mechanism": CKKS_ROBUST, "params": {"rule": "krum", "trim": trim, "norm_factor": norm_factor},
+            bindings[tag] = {"mechanism": CKKS_ROBUST, "params": {"rule": rule, "trim": trim, "norm_factor": norm_factor},
                              "transforms": transforms}
             encrypted.append(tag)
     parts = []
-    if masked:
-        parts.append(f"{masked} send CKKS-encrypted count sketches; a 'keyholder' party decrypts only their pairwise "
-                     f"inner products and drops the updates multi-Krum flags (trim {trim}); the kept clients' updates "
-                     "are summed by SecAgg+ (masked_robust), and a dropped client's update never leaves it")
+    if masked or blind:
+        parts.append(f"{masked + blind} send CKKS-encrypted count sketches; a 'keyholder' party decrypts only their "
+                     f"pairwise inner products and drops the inputs {what} flags; the kept clients' inputs are "
+                     "summed by SecAgg+ (masked_robust), and a dropped client's input never leaves it")
+    if blind:
+        parts.append(f"{blind} stay server-blind: the kept inputs go through blind_sum and every client checks the "
+                     "unblinded sum against the key holder's sketch sum, sealed to it (blind_robust)")
     if clear:
-        parts.append(f"{clear} judged in the clear by the server (plaintext_krum: multi-Krum, trim {trim}, on the "
-                     "uploads' count sketches, the rule the protected stacks run at their key holder)")
+        parts.append(f"{clear} judged in the clear by the server (plaintext_krum: {what}, on the uploads' count "
+                     "sketches, the rule the protected stacks run at their key holder)")
     if encrypted:
         parts.append(f"{encrypted} CKKS-encrypted with their sketches; the key holder judges the sketches' inner "
-                     f"products (multi-Krum, trim {trim}) and the server sums the kept ciphertexts (ckks_robust)")
-    desc_text = (f"{stack.description.strip()}\n\nRobust option: " + "; ".join(parts) + ". The server learns the "
-                 "robust mean and which clients were dropped (also for tags that were server-blind: a shared sum's "
-                 "robust result is read by the server and sent on to the clients).")
+                     f"products ({what}) and the server sums the kept ciphertexts (ckks_robust)")
+    desc_text = (f"{stack.description.strip()}\n\nRobust option: " + "; ".join(parts) + ". The server learns "
+                 "which clients were dropped and, but for blind_robust tags, the robust result.")
     unsafe = {"unsafe": stack.unsafe} if stack.unsafe is not None else {}
-    unblinded = tuple(t for t in tags if stack.binding_for(t).mechanism == BLIND)
-    return ProtocolStack.from_dict({"name": f"{stack.name}+robust-krum", "description": desc_text, "tags": bindings,
+    unblinded = tuple(encrypted_or_clear for encrypted_or_clear in (*encrypted, *clear)
+                      if stack.binding_for(encrypted_or_clear).mechanism == BLIND)
+    suffix = "krum" if rule == "krum" else f"normfilter{norm_factor:g}"
+    return ProtocolStack.from_dict({"name": f"{stack.name}+robust-{suffix}", "description": desc_text, "tags": bindings,
                                     **unsafe, **kept_releases(stack, unblinded)},
-                                   source=f"{stack.source} + --option robust=krum")
+                                   source=f"{stack.source} + --option robust={rule}")
 
 
 def apply_robust_option(stack: ProtocolStack, method_cls: Any, options: Mapping[str, Any]) -> ProtocolStack:
@@ -152,8 +176,8 @@ def apply_robust_option(stack: ProtocolStack, method_cls: Any, options: Mapping[
         if extra:
             raise ConfigError(f"options {extra} need --option robust=<{'|'.join(RULES)}>")
         return stack
-    if rule not in (*RULES, "krum"):
-        raise ConfigError(f"--option robust must be one of {[*RULES, 'krum']} (or none), got {opts['robust']!r}")
+    if rule not in (*RULES, *JUDGED_RULES):
+        raise ConfigError(f"--option robust must be one of {[*RULES, *JUDGED_RULES]} (or none), got {opts['robust']!r}")
     tags = tuple(getattr(method_cls, "ROBUST_TAGS", ()))
     if not tags:
         raise ConfigError(f"method {method_cls.name!r} has no update aggregate to make robust; --option robust "
@@ -163,9 +187,14 @@ def apply_robust_option(stack: ProtocolStack, method_cls: Any, options: Mapping[
     except (TypeError, ValueError):
         raise ConfigError(f"robust_k must be an integer and robust_trim, robust_norm numbers, got "
                           f"{opts['robust_k']!r}, {opts['robust_trim']!r}, {opts['robust_norm']!r}") from None
-    if rule == "krum":
+    if rule in JUDGED_RULES:
         if "robust_k" in robust:
-            raise ConfigError("robust_k sets subgroup sizes; --option robust=krum judges every client's update")
+            raise ConfigError(f"robust_k sets subgroup sizes; --option robust={rule} judges every client's update")
+        if rule == "norm_filter":
+            factor = nf if "robust_norm" in robust else NORM_FILTER_FACTOR
+            if not factor > 0:
+                raise ConfigError(f"robust_norm (the norm filter's threshold) must be > 0, got {factor}")
+            return krum_stack(stack, tags, trim=trim, norm_factor=factor, rule="norm_filter")
         return krum_stack(stack, tags, trim=trim, norm_factor=nf if "robust_norm" in robust else 0.0)
     return robust_stack(stack, tags, rule=rule, k=k, trim=trim, norm_factor=nf)
 

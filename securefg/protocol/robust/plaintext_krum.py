@@ -21,7 +21,7 @@ from securefg.federation.envelope import Form
 from securefg.protocol.mechanism import ExchangeCall, ExchangeKind, Mechanism, SumOutcome, register_mechanism
 from securefg.protocol.plaintext import upload_vectors
 from securefg.protocol.robust.ckks_robust import sketch_of, sum_factor
-from securefg.protocol.robust.gram_rules import gram_coefficients, trim_problems
+from securefg.protocol.robust.gram_rules import SELECTING_RULES, gram_coefficients, trim_problems
 from securefg.protocol.shared_result import share_sum
 
 NAME = "plaintext_krum"
@@ -30,8 +30,9 @@ SKETCH_WIDTH = 4096
 
 
 def krum_sum(got: Mapping[str, torch.Tensor], *, count_tail: int, weighted: bool, trim: float,
-             width: int = SKETCH_WIDTH) -> tuple[torch.Tensor, dict[str, float]]:
-    """``(sum of the kept inputs, coefficient per client)``: multi-Krum on the sketches' Gram matrix.
+             width: int = SKETCH_WIDTH, rule: str = "krum", norm_factor: float = 0.0) -> tuple[torch.Tensor, dict[str, float]]:
+    """``(sum of the kept inputs, coefficient per client)``: multi-Krum (or the norm filter,
+    ``rule="norm_filter"``) on the sketches' Gram matrix.
 
     Raises:
         InvalidInputError: No input, inputs of different lengths, or NaN/Inf.
@@ -49,7 +50,7 @@ def krum_sum(got: Mapping[str, torch.Tensor], *, count_tail: int, weighted: bool
     live = (w > 0).nonzero().flatten()
     if live.numel():
         s = sketches[live] / w[live].unsqueeze(1)
-        coeffs[live] = gram_coefficients(s @ s.T, rule="krum", trim=trim, norm_factor=0.0)
+        coeffs[live] = gram_coefficients(s @ s.T, rule=rule, trim=trim, norm_factor=norm_factor)
     m = sum_factor(coeffs, bool(count_tail and weighted))
     kept = coeffs > 0
     total = torch.cat([(coeffs[kept].unsqueeze(1) * values[kept]).sum(0) * m, x[kept, x.shape[1] - count_tail:].sum(0)])
@@ -61,13 +62,16 @@ class PlaintextKrum(Mechanism):
     """Multi-Krum on the clear uploads' sketches (the protected robust mechanisms' rule, unprotected).
 
     Args:
+        rule (str): ``"krum"`` or ``"norm_filter"`` (drop an input above ``norm_factor`` times the
+            median norm), as the masked mechanisms judge. (default: ``"krum"``)
         trim (float): Share of inputs multi-Krum drops (at most ``(n - 3) // 2``: Krum's ``n >= 2f + 3``). (default: ``0.2``)
+        norm_factor (float): The norm filter's threshold. (default: ``0.0``)
     """
 
     name = NAME
     returns_sum = False
     exchanges = frozenset({ExchangeKind.AGGREGATE, ExchangeKind.SHARED_SUM})
-    defaults: ClassVar[Mapping[str, Any]] = {"trim": 0.2}
+    defaults: ClassVar[Mapping[str, Any]] = {"rule": "krum", "trim": 0.2, "norm_factor": 0.0}
     protects = "nothing (plaintext); drops the updates multi-Krum flags"
     reveals_individual_inputs = True
     #: The party-program server passes the exchange's count tail and weighting to ``combine_uploads``.
@@ -75,12 +79,23 @@ class PlaintextKrum(Mechanism):
 
     @classmethod
     def validate_params(cls, params: Mapping[str, Any]) -> list[str]:
-        return super().validate_params(params) + trim_problems({**cls.defaults, **params}["trim"])
+        p = {**cls.defaults, **params}
+        problems = super().validate_params(params) + trim_problems(p["trim"])
+        if p["rule"] not in SELECTING_RULES:
+            problems.append(f"rule must be one of {list(SELECTING_RULES)}, got {p['rule']!r}")
+        nf = p["norm_factor"]
+        if not isinstance(nf, (int, float)) or isinstance(nf, bool) or nf < 0:
+            problems.append(f"norm_factor must be a number >= 0, got {nf!r}")
+        elif p["rule"] == "norm_filter" and nf <= 0:
+            problems.append("rule 'norm_filter' needs norm_factor > 0")
+        return problems
 
     def combine_uploads(self, got: Mapping[str, torch.Tensor], *, count_tail: int = 0,
                         weighted: bool = False) -> SumOutcome:
         """The kept clear uploads' sum and who is in it."""
-        total, coefficients = krum_sum(got, count_tail=count_tail, weighted=weighted, trim=float(self.params["trim"]))
+        total, coefficients = krum_sum(got, count_tail=count_tail, weighted=weighted, trim=float(self.params["trim"]),
+                                       rule=str(self.params["rule"]),
+                                       norm_factor=float(self.params["norm_factor"]) if self.params["rule"] == "norm_filter" else 0.0)
         return SumOutcome(total, tuple(sorted(p for p, c in coefficients.items() if c > 0)))
 
     def run_aggregate(self, call: ExchangeCall, inputs: Mapping[str, torch.Tensor]) -> SumOutcome:

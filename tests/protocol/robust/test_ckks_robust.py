@@ -176,7 +176,12 @@ def test_the_krum_option_keeps_masked_sums_masked_and_encrypted_sums_encrypted()
     assert ckks.binding_for(TAG).mechanism == NAME and ckks.binding_for(TAG).params["norm_factor"] == 0.0
     fs = apply_robust_option(ProtocolStack.load("fedstruct_secure"), method_class("fedstruct"), {"robust": "krum"})
     assert fs.binding_for("fedstruct/update").mechanism == "masked_robust"
-    assert fs.binding_for("fedstruct/nsf_grad").mechanism == "masked_robust"  # the server now reads the robust ∇S sum
+    assert fs.binding_for("fedstruct/nsf_grad").mechanism == "blind_robust"  # ∇S stays server-blind
+    nf = apply_robust_option(secure, method_class("fedavg"), {"robust": "norm_filter"})
+    assert nf.name == "fedavg_secure_sum+robust-normfilter3" and nf.binding_for(TAG).params["rule"] == "norm_filter"
+    assert nf.binding_for(TAG).mechanism == "masked_robust" and nf.binding_for(TAG).params["norm_factor"] == 3.0
+    with pytest.raises(ConfigError, match="must be > 0"):
+        apply_robust_option(secure, method_class("fedavg"), {"robust": "norm_filter", "robust_norm": 0})
     with pytest.raises(ConfigError, match="robust_k"):
         apply_robust_option(ProtocolStack.load("fedavg_secure_sum"), method_class("fedavg"),
                             {"robust": "krum", "robust_k": 2})

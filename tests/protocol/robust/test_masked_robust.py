@@ -118,7 +118,9 @@ def test_the_key_holder_releases_the_sketch_sum_of_a_kept_subset_and_refuses_any
                            width=width, tail=1)
 
 
-@pytest.mark.parametrize(("params", "match"), [({"rule": "norm"}, "rule must be 'krum'"),
+@pytest.mark.parametrize(("params", "match"), [({"rule": "norm"}, "rule must be one of"),
+                                               ({"rule": "norm_filter"}, "needs norm_factor > 0"),
+                                               ({"norm_factor": 2.0}, "applies to rule 'norm_filter'"),
                                                ({"trim": 0.5}, "trim must be"),
                                                ({"inner_params": {"bogus": 1}}, "not secure_sum parameters"),
                                                ({"inner_params": {"bits": 1}}, "inner_params"),
@@ -178,7 +180,7 @@ def test_the_party_programs_judge_five_clients_through_the_key_holder() -> None:
 
 
 @pytest.mark.parametrize("rule", ["krum", "closest"])
-def test_a_robust_option_keeps_the_stacks_releases_and_names_the_server_where_it_unblinds(rule: str) -> None:
+def test_a_robust_option_keeps_the_stacks_releases_and_names_the_server_where_it_reads_a_blind_sum(rule: str) -> None:
     from securefg.protocol.robust.options import krum_stack, robust_stack
 
     base = ProtocolStack.load("fedstruct_secure")
@@ -188,4 +190,7 @@ def test_a_robust_option_keeps_the_stacks_releases_and_names_the_server_where_it
     to = {r.tag: set(r.to) for r in derived.releases}
     # ∇S is server-blind by default (blind_sum); a rule the server runs makes it read the robust sum
     assert "server" not in {t for r in base.releases if r.tag == "fedstruct/nsf_grad" for t in r.to}
-    assert to["fedstruct/nsf_grad"] == {"clients", "server"} and to["fedstruct/abar"] == {"clients"}
+    if rule == "krum":  # blind_robust: the rule runs at the key holder, the sum stays the clients'
+        assert to["fedstruct/nsf_grad"] == {"clients"} and to["fedstruct/abar"] == {"clients"}
+    else:  # a rule the server runs makes it read the robust sum
+        assert to["fedstruct/nsf_grad"] == {"clients", "server"} and to["fedstruct/abar"] == {"clients"}
