@@ -178,6 +178,8 @@ class NodeCKKSRobust:
             raise InvalidInputError(f"{pid}: a count tail of {tail} does not fit its {vector.numel()} values")
         self.keys.install(keys, call)
         masked = isinstance(mech, mr.MaskedRobust)
+        if masked:  # the vector its masked sum will carry (saturated at the clip, if the sum saturates)
+            vector = mech.as_masked(vector)
         payload = encrypt_upload(keys.context_of(call, pid), vector, tail=tail, preset=mech.preset, pid=pid,
                                  with_values=not masked)
         self.rt.transport.send(Envelope(pid, (SERVER,), step.round, step.tag, payload,

@@ -152,6 +152,10 @@ class BlindRobust(MaskedRobust):
         super().__init__(**params)
         self.blind = BlindSum(**dict(self.params["inner_params"]))
 
+    def as_masked(self, vector: torch.Tensor) -> torch.Tensor:
+        settings = self.blind.settings
+        return vector.clamp(-settings.clip, settings.clip) if settings.on_clip == "saturate" else vector
+
     def quantization_error(self, contributors: int) -> float:
         return float(self.blind.settings.quantizer(contributors).error_bound(contributors))
 
@@ -168,6 +172,7 @@ class BlindRobust(MaskedRobust):
             raise InvalidInputError(f"{call.tag!r}: a blind sum needs at least two clients")
         if not self.judges(len(senders)):
             return self.blind.run_shared_sum(call, {p: inputs[p] for p in senders})
+        inputs = {p: self.as_masked(inputs[p]) for p in senders}
         length = int(next(iter(inputs.values())).numel())
         judged = self.judge_call(call, senders, inputs, length=length, tail=0, weighted=False)
         kept = judged.kept

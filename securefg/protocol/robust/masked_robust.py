@@ -269,6 +269,15 @@ class MaskedRobust(Mechanism):
             return n >= 3
         return tolerated(n, float(self.params["trim"])) > 0
 
+    def as_masked(self, vector: torch.Tensor) -> torch.Tensor:
+        """A client's input as its masked sum will carry it: saturated at the clip when the inner
+        sum saturates (``on_clip = "saturate"``), so the sketch it uploads is of that vector and
+        the sums' check holds; unchanged otherwise (the sum refuses a value beyond the clip)."""
+        settings = self.inner.settings
+        if settings.on_clip == "saturate":
+            return vector.clamp(-settings.clip, settings.clip)
+        return vector
+
     def rule_params(self) -> dict[str, Any]:
         return {"rule": str(self.params["rule"]), "trim": float(self.params["trim"]),
                 "norm_factor": float(self.params["norm_factor"])}
@@ -313,6 +322,7 @@ class MaskedRobust(Mechanism):
             raise InvalidInputError(f"no client uploaded anything for {call.tag!r}")
         length, tail = int(next(iter(inputs.values())).numel()), int(call.count_tail)
         weighted = bool(tail and call.weighted)
+        inputs = {p: self.as_masked(inputs[p]) for p in senders}
         if not self.judges(len(senders)):
             inner = self.inner.run_aggregate(call, {p: inputs[p] for p in senders})
             return unjudged(call.state_of(call.server, NAME), call.tag, call.round, senders, inner.total,

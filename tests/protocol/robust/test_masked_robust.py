@@ -194,3 +194,15 @@ def test_a_robust_option_keeps_the_stacks_releases_and_names_the_server_where_it
         assert to["fedstruct/nsf_grad"] == {"clients"} and to["fedstruct/abar"] == {"clients"}
     else:  # a rule the server runs makes it read the robust sum
         assert to["fedstruct/nsf_grad"] == {"clients", "server"} and to["fedstruct/abar"] == {"clients"}
+
+
+def test_a_client_sketches_its_input_as_a_saturating_sum_carries_it() -> None:
+    """Under on_clip = "saturate" the masked sum clips each value; the sketch must be of that vector,
+    or an honest client with one large coordinate would abort the round as a liar."""
+    fed = build_federation(6, binding(rule="norm_filter", norm_factor=100.0,
+                                      inner_params={"clip": 1.0, "on_clip": "saturate"}), extra=["keyholder"])
+    xs = {c: {"w": torch.full((SIZE,), 0.1, dtype=torch.float64)} for c in fed.clients}
+    xs["client/1"]["w"][0] = 5.0  # saturated to 1.0 by the sum
+    out = fed.exchange.aggregate(TAG, xs, mean=False)["w"]
+    assert len(released(fed).kept) == 6  # nobody is above 100x the median norm
+    assert abs(float(out[0]) - 1.5) < 1e-4 and float(out[1:].sub(0.6).abs().max()) < 1e-4
