@@ -92,6 +92,11 @@ def preset_change(cell: Cell, result: Mapping[str, Any], overrides: RunOverrides
         differ = {k: v for k, v in want.items() if not _same(have.get(k, _UNKNOWN), v)}
         if differ:
             return f"it ran with other options than the column's {differ} (it had {dict(have)})"
+    fixed = cell.setting.local_epochs
+    if fixed is not None:  # the paper fixes them for the setting: a run with others is another cell
+        ran = _values_used(cell.method.name, result).get("local_epochs", _UNKNOWN)
+        if not _same(ran, fixed):
+            return f"it ran {'an unknown number of' if ran is _UNKNOWN else ran} local epochs; the setting fixes {fixed}"
     block = result.get("preset")
     if not isinstance(block, Mapping) or block.get("enabled") is False:
         return None
@@ -126,6 +131,8 @@ def _values_used(method: str, result: Mapping[str, Any]) -> dict[str, Any]:
             used[key] = config[key]
         elif key not in used and base is not None and "config" in result:
             used[key] = getattr(base, key)
+        elif key == "local_epochs" and key not in used and "config" in result and not hasattr(mcls, "train_defaults"):
+            used[key] = 1  # experiment_data.default_train_config: one local epoch on every task
     if "options" in config:
         defaults = mcls.option_defaults
         used.update({f"options.{k}": v for k, v in defaults.items()})

@@ -35,6 +35,9 @@ class Setting:
         data_seed (int, optional): ``--data-seed`` (one data split for every run seed).
         paper_column (tuple[int, int], optional): (table index, column index) of this setting's
             cells in the method's section of targets.md (column 0 is the row label).
+        local_epochs (int, optional): ``--local-epochs`` of every row, where the paper fixes them
+            per dataset for every method it compares (FED-PUB: 3 on Computers); otherwise each
+            method's preset or default.
     """
 
     name: str
@@ -46,6 +49,7 @@ class Setting:
     split: tuple[float, float, float] | None = None
     data_seed: int | None = None
     paper_column: tuple[int, int] | None = None
+    local_epochs: int | None = None
 
     @property
     def folder_name(self) -> str:
@@ -155,6 +159,7 @@ def run_config(
         method=cell.method.name, dataset=cell.setting.dataset, partition=cell.setting.partition,
         clients=cell.setting.clients, rounds=rounds, protocol=cell.method.protocol, seed=cell.seed,
         data_seed=cell.setting.data_seed, split=cell.setting.split, data_root=data_root, device=device,
+        local_epochs=cell.setting.local_epochs,
         out=str(cell.folder(out_root)), options=options, progress=False,
     )
 

@@ -14,7 +14,7 @@ from securefg.errors import ConfigError, InvalidInputError
 from securefg.reproduce import cell_runner
 from securefg.reproduce.cell_ledger import CellLedger
 from securefg.reproduce.cell_runner import run_cells
-from securefg.reproduce.cells import PLAINTEXT, PROTECTED
+from securefg.reproduce.cells import PLAINTEXT, PROTECTED, run_config
 from securefg.reproduce.node_tables import FEDPUB, FEDSAGE, FEDSTRUCT, TABLES, plan
 from securefg.reproduce.table_page import write_page
 from securefg.reproduce.targets_tables import DEFAULT_TARGETS, section_tables, table_cells
@@ -258,3 +258,14 @@ def test_the_fedavg_baseline_column_keeps_the_stack_it_was_measured_under() -> N
     protected = {c.method.name: c.method for c in cells if c.method.stack == "protected"}
     assert protected["fedavg"].protocol == "fedavg_secure_sum" and protected["fedavg"].key == "fedavg@protected"
     assert protected["fedpub"].protocol is None  # the method's default
+
+
+def test_the_fedpub_table_runs_every_row_at_the_papers_local_epochs_and_an_older_cell_runs_again() -> None:
+    paper, _ = FEDPUB.paper()
+    cells = plan(FEDPUB, paper, settings=["Computers 5"], rows=["FedAvg"], stacks=["plaintext"], seeds=[42])
+    (cell,) = cells
+    assert run_config(cell, out_root=".").local_epochs == 3  # App. B.3: 3 on Computers, baselines included
+    ran_at_default = {"preset": {"enabled": True, "table": None, "applied": {}}, "config": {"options": {}, "local_epochs": None}}
+    assert "the setting fixes 3" in (cell_runner.preset_change(cell, ran_at_default) or "")
+    ran_at_three = {"preset": {"enabled": True, "table": None, "applied": {}}, "config": {"options": {}, "local_epochs": 3}}
+    assert cell_runner.preset_change(cell, ran_at_three) is None
