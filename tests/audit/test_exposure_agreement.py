@@ -11,7 +11,9 @@ then match, party by party:
    passed on. A relay (the server under ``sealed_relay``, the shuffler under ``mailbox``)
    forwards what it gets; the final recipient opens it (the server opening the shuffler's
    batch, a client its box, the key holder a ciphertext, the aggregator a masked sum after the
-   unmasking shares). Exchange calls are told apart by wrapping the server's exchange methods.
+   unmasking shares). A party that receives ciphertexts of a call and passes none on decrypts
+   them (a key holder that seals what it decrypted). Exchange calls are told apart by wrapping
+   the server's exchange methods.
 2. **The ledger** (:func:`securefg.audit.ledger.exposure_ledger`), derived from the mechanisms'
    exposure declarations (:mod:`securefg.protocol.exposure`).
 3. **The stack's description**, through the quotations pinned in :mod:`.stack_descriptions`.
@@ -177,6 +179,8 @@ def transcript_readers(run: Run) -> dict[str, set[str]]:
         for call in calls_of(records, run.call_starts.get(tag, [0])):
             last: dict[str, str] = {}
             held: set[str] = set()
+            decrypted: set[str] = set()
+            encrypted_by: set[str] = set()
             for r in call:
                 if r.form in READABLE:
                     out[tag].add(r.receiver)
@@ -184,7 +188,13 @@ def transcript_readers(run: Run) -> dict[str, set[str]]:
                 last[r.sender], last[r.receiver] = "passed on", "received"
                 if r.form is not Form.KEYS:
                     held.add(r.receiver)
+                if r.form is Form.CIPHERTEXT:
+                    decrypted.add(r.receiver)
+                    encrypted_by.add(r.sender)
             out[tag] |= {p for p in held if last[p] == "received"}
+            # a ciphertext's end: it received ciphertexts and passed none on, so it decrypted them
+            # (blind_robust's key holder seals what it decrypted on to the clients)
+            out[tag] |= decrypted - encrypted_by
     return out
 
 

@@ -209,7 +209,8 @@ class NodeCKKSRobust:
         reply, self.expect[(step.tag, step.round)] = judge(
             keys.secret_of(call, self.rt.party.pid), req.payload, n=int(step.info["n"]), tail=int(step.info["tail"]),
             weighted=bool(step.info.get("weighted", 0)), **mech.rule_params())
-        self.rt.transport.send(req.reply(reply, sender=self.rt.party.pid, stage=Stage.GRAM_RESULT, form=Form.AGGREGATE))
+        form = getattr(mech, "coefficient_form", Form.AGGREGATE)  # blind_robust: bookkeeping, no value of the tag
+        self.rt.transport.send(req.reply(reply, sender=self.rt.party.pid, stage=Stage.GRAM_RESULT, form=form))
 
     def _on_release(self, step: Step) -> None:
         mech, call, keys, req = self._request(step, Stage.SUM_REQUEST)

@@ -27,6 +27,9 @@ envelope; the modules named below document them) and says who ends up reading th
 * ``masked_robust`` (:mod:`securefg.protocol.robust.masked_robust`): the server computes on
   sketch ciphertexts, reads the kept clients' masked sum and the rule's coefficients; the key
   holder reads the pseudonymous inner products and the sketch of the sum.
+* ``blind_robust`` (:mod:`securefg.protocol.robust.blind_robust`): the server computes on sketch
+  ciphertexts and holds the kept clients' sum blinded; the key holder reads the pseudonymous inner
+  products and the sketch of the sum, which it seals to the clients; the clients unblind the sum.
 * ``plaintext_trimmed_mean`` (:mod:`securefg.attacks.defences`), ``plaintext_krum``
   (:mod:`securefg.protocol.robust.plaintext_krum`): the server reads every input.
 """
@@ -160,6 +163,14 @@ def masked_robust(kind: ExchangeKind, params: Mapping[str, Any]) -> Exposure:
     raise unsupported("masked_robust", kind)
 
 
+@declare_exposure("blind_robust")
+def blind_robust(kind: ExchangeKind, params: Mapping[str, Any]) -> Exposure:
+    """The key holder judges sketch inner products; the clients read the kept sum; the server holds it blinded."""
+    if kind is K.SHARED_SUM:
+        return {ROLE_SERVER: Form.MASKED, ROLE_KEYHOLDER: AGG, ROLE_CLIENT: AGG}
+    raise unsupported("blind_robust", kind)
+
+
 @declare_exposure("plaintext_krum")
 def plaintext_krum(kind: ExchangeKind, params: Mapping[str, Any]) -> Exposure:
     """The server needs every input's sketch to judge them; it reads the inputs."""
@@ -178,5 +189,5 @@ def plaintext_trimmed_mean(kind: ExchangeKind, params: Mapping[str, Any]) -> Exp
     raise unsupported("plaintext_trimmed_mean", kind)
 
 
-__all__ = ["blind_sum", "ckks", "ckks_relay", "ckks_robust", "mailbox", "masked_robust", "plaintext_krum", "plaintext", "plaintext_trimmed_mean", "sealed_relay",
+__all__ = ["blind_robust", "blind_sum", "ckks", "ckks_relay", "ckks_robust", "mailbox", "masked_robust", "plaintext_krum", "plaintext", "plaintext_trimmed_mean", "sealed_relay",
            "secure_sum", "subgroup_robust"]

@@ -34,7 +34,7 @@ client (who holds the group key).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
@@ -144,6 +144,9 @@ class BlindRobust(MaskedRobust):
 
     name = NAME
     exchanges = frozenset({ExchangeKind.SHARED_SUM})
+    #: The coefficients are the rule's bookkeeping (who is in the sum, as a survivor list is): the
+    #: server reads no value of the tag.
+    coefficient_form: ClassVar[Form] = Form.KEYS
     protects = ("each input and the sum: the server sees CKKS-encrypted sketches, masked vectors of the kept clients "
                 "and their sum blinded under the clients' group key, and learns who was dropped; the key holder sees "
                 "the pseudonymous sketches' inner products and the kept sum's sketch; every client learns the sum")

@@ -222,6 +222,9 @@ class MaskedRobust(Mechanism):
                 "vectors; it learns their sum and who was dropped. The key holder sees the inner products of the "
                 "pseudonymous sketches")
     needs_parties: ClassVar[tuple[str, ...]] = (KEYHOLDER,)
+    #: Form of the key holder's coefficients to the server: an aggregate's by-product here (the
+    #: server reads the kept sum anyway); bookkeeping under ``blind_robust``, where it reads no sum.
+    coefficient_form: ClassVar[Form] = Form.AGGREGATE
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
@@ -308,7 +311,7 @@ class MaskedRobust(Mechanism):
                                              stage=Stage.GRAM_REQUEST).values()
         secret = self.keys.secret_of(call, holder)
         reply, expect = cr.judge(secret, req.payload, n=len(order), tail=tail, weighted=weighted, **self.rule_params())
-        call.transport.send(req.reply(reply, sender=holder, stage=Stage.GRAM_RESULT, form=Form.AGGREGATE))
+        call.transport.send(req.reply(reply, sender=holder, stage=Stage.GRAM_RESULT, form=self.coefficient_form))
         (res,) = call.transport.receive_from(call.server, [holder], tag=call.tag, round=call.round,
                                              stage=Stage.GRAM_RESULT).values()
         side = ServerSide(order, uploads, cr.read_coefficients(res.payload, len(order)))
