@@ -147,14 +147,14 @@ def _blind_robust(ex: Any, res: Any, tag: str, members: list[str], length: int, 
     assert agg.ring_total is not None
     result = BlindedResult(len(kept), mech.blind.settings.ring_bits(len(kept)), agg.contributors, agg.ring_total).encode()
     readers = [c for c in members if c not in rt.dropped]
-    lacks = [c for c in readers if not relay_program._known(ex, holder, c)]
+    lacks = [c for c in readers if c != holder and not relay_program._known(ex, holder, c)]  # (a client may hold the key)
     if lacks:  # the key holder seals to their keys (the CKKS key setup's step and ledger)
         rt.step(lacks, action=ROBUST_SEALING, round=ex.round, tag=tag,
                 info={"holder": holder, "kind": ExchangeKind.SHARED_SUM.value})
         for c in lacks:
             relay_program._learn(ex, holder, c)
         readers = [c for c in readers if c not in rt.dropped]
-    unknown = [c for c in readers if not relay_program._known(ex, c, holder)]
+    unknown = [c for c in readers if c != holder and not relay_program._known(ex, c, holder)]
     rt.transport.send(Envelope(SERVER, (holder,), ex.round, tag,
                                mr.sketch_sum_request(side.uploads, side.in_sum(agg.contributors), weighted=False),
                                stage=RobustStage.SUM_REQUEST, form=Form.CIPHERTEXT))
