@@ -233,7 +233,7 @@ class CeFGC(Method):
         "tune_sampling": False, "tune_samples": 16, "synthetic_ratio": 1.0, "common_neighbors": False,
         "gnn_epochs": 500, "gnn_patience": 30, "weighting": "uniform", "generator_cache": "", "variant": "",
         "dp_epsilon": 0.0, "dp_delta": 1e-5, "dp_max_grad_norm": 1.0, "mix_peers": 2,
-        "screen_generators": False, "screen_margin": 1.0, "feature_model": "degree",
+        "screen_generators": "off", "screen_margin": 1.0, "feature_model": "degree",
     }
     ROBUST_TAGS = (TAG_WEIGHTS,)
 
