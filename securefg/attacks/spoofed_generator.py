@@ -11,10 +11,9 @@ hides who sent it.
 **Metric** (``accuracy_drop``): test accuracy of the final global GIN on the honest clients' test
 graphs (mean), honest run minus spoofed run, same stack and seed; the honest clients' own
 (pre-averaging) models are compared in the details (``local_*``). Defence: receiver-side
-screening (``--option screen_generators=stats|model``, :mod:`securefg.methods.cefgc.generator_screen`):
+screening (``--option screen_generators=true``, :mod:`securefg.methods.cefgc.generator_screen`):
 each receiver drops units whose synthetic graphs sit closer to another of its own classes than
-to the declared one (``stats``) or that a probe GIN trained on its own graphs mostly predicts as
-another class (``model``); the details count the units the honest receivers dropped in the spoofed
+to the declared one; the details count the units the honest receivers dropped in the spoofed
 run (``screened_out``). Authenticating packages (which the sealed relay does) stops a *server*
 from swapping them, not a client from lying.
 """
@@ -93,22 +92,17 @@ class SpoofedGenerator(Attack):
         spoofed = honest_accuracy(final_model(rerun), ctx.truth, adv.targets)
         local_clean = _local(dict(ctx.truth.result), adv.targets, key)
         local_spoofed = _local(rerun, adv.targets, key)
-        from securefg.methods.cefgc.generator_screen import screen_mode
-
-        mode = screen_mode(adv.run.options.get("screen_generators", False))
-        screened = mode != "off"
+        screened = bool(adv.run.options.get("screen_generators"))
         details = {"clean_accuracy": clean, "spoofed_accuracy": spoofed, "shift": shift,
                    f"local_{key}_clean": local_clean, f"local_{key}_spoofed": local_spoofed,
-                   "screen_generators": mode}
+                   "screen_generators": screened}
         if screened:
             details["screened_out"] = _screened_out(rerun, adv.targets)
             details["screened_out_clean"] = _screened_out(dict(ctx.truth.result), adv.targets)
         return AttackOutcome(value=clean - spoofed, chance=self.chance, details=details,
-                             note=({"stats": "receivers screened relayed generators against their own class statistics",
-                                    "model": "receivers screened relayed generators with a probe GIN trained on their "
-                                             "own graphs"}.get(mode)
-                                   or "relayed generators are trusted by their receivers "
-                                   "(--option screen_generators=model|stats screens them)"))
+                             note=("receivers screened relayed generators against their own class statistics"
+                                   if screened else "relayed generators are trusted by their receivers "
+                                   "(--option screen_generators=true screens them)"))
 
 
 def _screened_out(result: dict[str, Any], honest: tuple[str, ...]) -> int:

@@ -8,9 +8,7 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.utils import to_undirected
 
-import pytest
-
-from securefg.methods.cefgc.generator_screen import graph_statistics, screen_mode, screen_units, screen_units_by_model
+from securefg.methods.cefgc.generator_screen import graph_statistics, screen_units
 
 CAP = 8
 
@@ -58,35 +56,3 @@ def test_a_unit_of_a_class_the_receiver_lacks_is_kept_and_empty_units_are_skippe
     unknown = [dense(9, 2, 5)]
     kept, verdicts = screen_units(OWN, unknown, [{"class": 0, "graphs": 0}, {"class": 2, "graphs": 1}])
     assert kept == unknown and len(verdicts) == 1 and verdicts[0].kept
-
-
-def _by_density(graphs: list[Data], declared: int) -> torch.Tensor:
-    """A stand-in probe: class 1 for graphs of mean degree above 2 (what a GIN on OWN learns)."""
-    return torch.tensor([int(float(graph_statistics(g)[1]) > 2) for g in graphs])
-
-
-def test_the_probe_screen_keeps_units_predicted_as_declared_and_drops_a_relabelled_one() -> None:
-    trees, cliques = [path(n, 0) for n in (7, 9, 11)], [dense(n, 1, 100 + n) for n in (7, 9, 11)]
-    records = [{"class": 0, "graphs": 3}, {"class": 1, "graphs": 3}, {"class": 0, "graphs": 3}]  # the last: spoofed
-    kept, verdicts = screen_units_by_model({0, 1}, trees + cliques + cliques, records, predict=_by_density)
-    assert [v.kept for v in verdicts] == [True, True, False] and len(kept) == 6
-    spoofed = verdicts[2]
-    assert spoofed.nearest_class == 1 and spoofed.declared_distance == 1.0 and spoofed.nearest_distance == 0.0
-
-
-def test_the_probe_screen_keeps_a_tie_and_a_class_the_receiver_lacks() -> None:
-    mixed = [path(8, 0), dense(8, 1, 3)]
-    kept, verdicts = screen_units_by_model({0, 1}, mixed + mixed, [{"class": 0, "graphs": 2}, {"class": 5, "graphs": 2}],
-                                           predict=_by_density)
-    assert [v.kept for v in verdicts] == [True, True] and len(kept) == 4  # a tie keeps; class 5 is unknown here
-
-
-@pytest.mark.parametrize(("value", "mode"), [(True, "stats"), (False, "off"), ("model", "model"), ("true", "stats"),
-                                             ("OFF", "off")])
-def test_screen_modes(value: object, mode: str) -> None:
-    assert screen_mode(value) == mode
-
-
-def test_an_unknown_screen_is_refused() -> None:
-    with pytest.raises(ValueError, match="screen_generators must be one of"):
-        screen_mode("spectral")

@@ -14,20 +14,12 @@ This is an outlier test against the receiver's data, in the spirit of Fung et al
 https://arxiv.org/abs/1808.04866) and Li et al.'s spectral screening of updates; it needs
 classes that differ in these statistics, and a sender spoofing *within* a class's statistics
 passes it.
-
-:func:`screen_units_by_model` (``screen_generators = "model"``) asks a sharper question: the
-receiver first trains a probe GIN on its own graphs only (from the public W0, as its real model
-starts) and keeps a unit only when the probe's most frequent prediction on the unit's graphs is
-the declared class (ties keep). A relabelled generator's graphs look like their true class to a
-model trained on real ones, whatever statistics they share; an honest unit's graphs are
-predicted as declared as long as the probe beats chance on synthetic graphs. Units of a class the
-receiver does not hold are kept (its probe has never seen one).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,69 +101,4 @@ def screen_units(own: Sequence[Data], synthetic: Sequence[Data], records: Sequen
     return kept, verdicts
 
 
-def screen_units_by_model(own_classes: Collection[int], synthetic: Sequence[Data], records: Sequence[dict[str, int]], *,
-                          predict: Callable[[Sequence[Data], int], torch.Tensor]) -> tuple[list[Data], list[UnitVerdict]]:
-    """Keep the synthetic graphs of units whose graphs a probe trained on the receiver's own
-    graphs mostly predicts as the declared class.
-
-    Args:
-        own_classes (Collection[int]): The classes among the receiver's training graphs.
-        synthetic (Sequence[Data]): Graphs in unit order (as :func:`screen_units`).
-        records (Sequence[dict]): Per-unit ``{"class", "graphs"}`` records.
-        predict (Callable): ``predict(graphs, declared)`` -> one predicted class per graph (the
-            probe's, within the declared class's head when the task has several).
-
-    Returns:
-        (the kept graphs, one verdict per unit with graphs): a verdict's distances are one minus
-        the share of the unit's graphs predicted as the declared class and as the most predicted
-        other class.
-    """
-    held = {int(c) for c in own_classes}
-    kept: list[Data] = []
-    verdicts: list[UnitVerdict] = []
-    start = 0
-    for rec in records:
-        count = int(rec["graphs"])
-        unit = list(synthetic[start : start + count])
-        start += count
-        if not unit:
-            continue
-        declared = int(rec["class"])
-        if declared not in held:
-            kept.extend(unit)
-            verdicts.append(UnitVerdict(declared, count, True, float("nan"), -1, float("nan")))
-            continue
-        preds = predict(unit, declared).view(-1).long()
-        counts = torch.bincount(preds, minlength=max(int(preds.max()) + 1, declared + 1)).double() / len(unit)
-        others = counts.clone()
-        others[declared] = -1.0
-        nearest = int(others.argmax())
-        ok = float(counts[declared]) >= float(counts[nearest])
-        if ok:
-            kept.extend(unit)
-        verdicts.append(UnitVerdict(declared, count, ok, 1.0 - float(counts[declared]), nearest,
-                                    1.0 - float(counts[nearest])))
-    return kept, verdicts
-
-
-#: ``screen_generators`` values: off, the class-statistics screen, the probe-model screen.
-SCREENS = ("off", "stats", "model")
-
-
-def screen_mode(value: Any) -> str:
-    """``screen_generators`` as one of :data:`SCREENS` (``True`` is the statistics screen, as before).
-
-    Raises:
-        ValueError: Anything else.
-    """
-    if isinstance(value, bool):
-        return "stats" if value else "off"
-    text = str(value).strip().lower()
-    aliases = {"true": "stats", "false": "off", "none": "off", "": "off"}
-    text = aliases.get(text, text)
-    if text not in SCREENS:
-        raise ValueError(f"screen_generators must be one of {list(SCREENS)} (or true/false), got {value!r}")
-    return text
-
-
-__all__ = ["SCREENS", "UnitVerdict", "graph_statistics", "screen_mode", "screen_units", "screen_units_by_model"]
+__all__ = ["UnitVerdict", "graph_statistics", "screen_units"]

@@ -61,7 +61,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -204,11 +204,9 @@ class CeFGC(Method):
         mix_peers (int): + variants: each package is averaged with at least this many similar
             peers; 1 is the paper's pair average, which lets a client recover its partner as
             ``2 * avg - own`` (:mod:`.pairing`). (default: ``2``)
-        screen_generators (str): How receivers screen received units (:mod:`.generator_screen`;
-            the defence against spoofed generators): ``"off"``; ``"stats"`` (or ``true``): drop a
-            unit whose synthetic graphs sit closer to another of their own classes than to the
-            declared one, on graph statistics; ``"model"``: drop a unit that a probe GIN trained on
-            the receiver's own graphs mostly predicts as another class. (default: ``"off"``)
+        screen_generators (bool): Receivers drop received units whose synthetic graphs sit
+            closer to another of their own classes than to the declared one
+            (:mod:`.generator_screen`; the defence against spoofed generators). (default: ``False``)
         screen_margin (float): The screen's distance ratio. (default: ``1.0``)
         feature_model (str): How receivers give synthetic nodes their categories (§6.1 item 2):
             ``"degree"`` draws each node from the sender's ``P(f | degree, class)``;
@@ -233,7 +231,7 @@ class CeFGC(Method):
         "tune_sampling": False, "tune_samples": 16, "synthetic_ratio": 1.0, "common_neighbors": False,
         "gnn_epochs": 500, "gnn_patience": 30, "weighting": "uniform", "generator_cache": "", "variant": "",
         "dp_epsilon": 0.0, "dp_delta": 1e-5, "dp_max_grad_norm": 1.0, "mix_peers": 2,
-        "screen_generators": "off", "screen_margin": 1.0, "feature_model": "degree",
+        "screen_generators": False, "screen_margin": 1.0, "feature_model": "degree",
     }
     ROBUST_TAGS = (TAG_WEIGHTS,)
 
@@ -246,12 +244,6 @@ class CeFGC(Method):
             self.conditional = variant in ("star", "advanced")
         if self.options["weighting"] not in ("uniform", "size"):
             raise ConfigError(f"weighting must be 'uniform' or 'size', got {self.options['weighting']!r}")
-        from securefg.methods.cefgc.generator_screen import screen_mode
-
-        try:
-            self.screen = screen_mode(self.options["screen_generators"])
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from None
         if self.options["feature_model"] not in ("degree", "pairwise"):
             raise ConfigError(f"feature_model must be 'degree' or 'pairwise', got {self.options['feature_model']!r}")
         if self.num_clients < 2:
@@ -414,15 +406,11 @@ class CeFGC(Method):
         total = round(float(self.options["synthetic_ratio"]) * len(local))
         t0 = time.perf_counter()
         synthetic, records = synthesize(gens, total=total, seed=self.config.seed * 7919 + k, device=self.config.device)
-        if self.screen == "stats":
+        if self.options["screen_generators"]:
             from securefg.methods.cefgc.generator_screen import screen_units
 
             synthetic, verdicts = screen_units(local, synthetic, records, margin=float(self.options["screen_margin"]))
             client.state["screen"] = verdicts  # the receiver's own record of what it dropped
-            client.state["report"]["screen"] = [v.to_dict() for v in verdicts]
-        elif self.screen == "model":
-            synthetic, verdicts = self._screen_by_probe(client, local, synthetic, records, w0)
-            client.state["screen"] = verdicts
             client.state["report"]["screen"] = [v.to_dict() for v in verdicts]
         _tick(client, "sampling", time.perf_counter() - t0)
         client.state["synthetic"] = synthetic  # the client's own training data from here on
@@ -444,29 +432,6 @@ class CeFGC(Method):
         _tick(client, "gnn_training", time.perf_counter() - t0)
         client.state["report"]["gnn_epochs"] = epochs
         return state_of(model)
-
-    def _screen_by_probe(self, client: Party, local: list[Any], synthetic: list[Any], records: list[dict[str, int]],
-                         w0: dict[str, torch.Tensor]) -> tuple[list[Any], list[Any]]:
-        """``screen_generators = "model"``: a probe GIN trained on the client's own graphs (from W0,
-        as its real model) judges each received unit (:func:`.generator_screen.screen_units_by_model`)."""
-        from securefg.methods.cefgc.generator_screen import screen_units_by_model
-        from securefg.methods.training import predict_graphs
-
-        k = client.state["index"]
-        probe = self.make_model()
-        load_state(probe, w0)
-        torch.manual_seed(self.config.seed * 7919 + k + 1)
-        self._train_gnn(probe, list(local), seed=self.config.seed * 7919 + k + 1)
-        groups = self.task.label_groups if isinstance(self.task, GraphTask) else None
-
-        def predict(graphs: Sequence[Any], declared: int) -> torch.Tensor:
-            logits, _ = predict_graphs(probe, graphs, self.config.device)
-            if groups is not None:  # within the declared class's dataset head
-                logits = groups.restrict(logits, torch.full((len(graphs),), declared, dtype=torch.long))
-            return logits.argmax(1)
-
-        own = {int(g.y.view(-1)[0]) for g in local}
-        return screen_units_by_model(own, synthetic, records, predict=predict)
 
     def _peers_mean(self, client: Party, received: list[dict[str, torch.Tensor]]) -> list[dict[str, torch.Tensor]] | None:
         """One group of every client (all mixes equal): the peers' mean ``(K * mix - own) / (K - 1)``.
