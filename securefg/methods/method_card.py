@@ -60,7 +60,7 @@ METHOD_CARDS: dict[str, MethodCard] = {c.name: c for c in (
     MethodCard("cefgc_star_plus", "CeFGC*+", _CEFGC_PAPER, ("graph",), "cefgc_plus", "docs/cefgc.md",
                "CeFGC* with the + variant's averaging under CKKS"),
     MethodCard("fedstruct", "FedStruct", "Aliakbari et al., ICLR 2025, https://arxiv.org/abs/2402.19163", ("node",),
-               "fedstruct_secure", "docs/fedstruct.md",
+               "fedstruct_secure_robust", "docs/fedstruct.md",
                "decoupled feature and structure learning; Hop2Vec structure by masked peer sums"),
     MethodCard("fedpub", "FED-PUB", "Baek et al., ICML 2023, https://arxiv.org/abs/2206.10206", ("node",),
                "fedpub_dp", "docs/fedpub.md",

@@ -64,6 +64,21 @@ _FEDSTRUCT_SECURE = {
 
 _AS_IN_FEDSTRUCT_SECURE = "Every other tag as in fedstruct_secure."
 
+_COUNTS_SUMMED = ("Metric counts (fedstruct/metrics) and the labelled-node count (fedstruct/count) are summed by "
+                  "SecAgg+, so the server learns only the sums")
+_FEDSTRUCT_SECURE_ROBUST = {
+    **{t: v for t, v in _FEDSTRUCT_SECURE.items() if t not in ("fedstruct/update", "fedstruct/nsf_grad",
+                                                                 "fedstruct/count", "fedstruct/metrics")},
+    "fedstruct/count": d(S, _COUNTS_SUMMED),
+    "fedstruct/metrics": d(S, _COUNTS_SUMMED),
+    "fedstruct/update": d(K, "the server learns the kept clients' sum and which clients were dropped",
+                          "The key holder learns the pseudonymous sketches' norms and pairwise distances"),
+    "fedstruct/nsf_grad": d(frozenset({"client", "keyholder"}),
+                            "the server relays the sum blinded and never reads it (fedstruct/nsf_grad); every client "
+                            "checks the unblinded sum against the key holder's sketch sum, sealed to it",
+                            "the sketch of the kept gradients' sum"),
+}
+
 _FEDSHEAFHN_SECURE = {
     "fedsheafhn/embedding": d(S, "The server reads every embedding x_i and every update Delta omega~_i under a "
                                  "pseudonym it cannot link to a client; the shuffler learns pseudonym -> client but "
@@ -188,6 +203,7 @@ DESCRIBED: dict[str, dict[str, Described]] = {
         "fedavg/model": d(C, "The global model is public to the owners."),
     },
     "fedstruct_secure": _FEDSTRUCT_SECURE,
+    "fedstruct_secure_robust": _FEDSTRUCT_SECURE_ROBUST,
     "fedstruct_abar_dp": {
         "fedstruct/abar": d(C, "what each client receives by design, its rows of A-bar"),
         **{t: d(v.readers, _AS_IN_FEDSTRUCT_SECURE) for t, v in _FEDSTRUCT_SECURE.items() if t != "fedstruct/abar"},

@@ -106,7 +106,8 @@ def test_cells_resume_per_stack_and_the_page_compares_with_the_paper(tmp_path: P
     fake = FakeNodeRuns()
     run_cells(cells, out_root=tmp_path / "runs", run_fn=fake, ledger=ledger, show_progress=False)
     assert len(fake.calls) == 6  # Local: plaintext only; Hop2Vec: plaintext and protected; two seeds
-    assert {c.protocol for c in fake.calls} == {"plaintext", None}
+    # the protected column is pinned to fedstruct_secure, the stack it was measured under
+    assert {c.protocol for c in fake.calls} == {"plaintext", "fedstruct_secure"}
     again = FakeNodeRuns()
     outcomes = run_cells(cells, out_root=tmp_path / "runs", run_fn=again, ledger=ledger, show_progress=False)
     assert again.calls == [] and {o.status for o in outcomes} == {"done"}
