@@ -81,9 +81,10 @@ FULL: tuple[MethodPlan, ...] = (
                                             "seed": 42, "data_seed": 1234}),
     MethodPlan("fedstruct", "FedStruct-B", {"dataset": "Cora", "partition": "random", "clients": 10, "rounds": 20,
                                             "seed": 0, "options": {"nsf": "hop2vec", "variant": "B"}},
-               # multi-Krum on θ and ∇S (masked_robust; the server then reads the robust ∇S sum) at the
-               # default cell's rounds; the subgroup rule's 30-round row is in docs/robust.md
-               robust_rounds=20, robust_rows=("robust=krum-trim0.1",)),
+               # the default is the norm filter already (fedstruct_secure_robust); the option row is multi-Krum
+               # dropping one in ten on θ (masked_robust) and ∇S (blind_robust, still server-blind), from
+               # fedstruct_secure, at the default cell's rounds; the subgroup rule's 30-round row is in docs/robust.md
+               robust_rounds=20, robust_rows=("robust=krum-trim0.1",), robust_protocol="fedstruct_secure"),
     MethodPlan("fedsage_plus", "FedSage+", {"dataset": "Cora", "partition": "louvain", "clients": 3, "rounds": 10,
                                             "seed": 0}),
     MethodPlan("cefgc", "CeFGC", {"dataset": "MUTAG", "partition": "single", "clients": 3, "seed": 0}),
