@@ -20,22 +20,12 @@ DEFAULT_NOTES: Mapping[tuple[str, str], str] = {
         "A poisoned update that stays within the honest spread passes multi-Krum; the failing attacks are listed "
         "in the row."
     ),
-    ("fedstruct", "malicious_client"): (
-        "The `robust=krum-trim0.1` row (multi-Krum dropping one client in ten from θ's and from ∇S's "
-        "gradients, `masked_robust`) stops the poisoning, but the server then reads the robust ∇S sum: ∇S "
-        "loses the server blindness the default gives it (issue 22; the curious server's `nsf_link` reads "
-        "0.500 on the default, 0.939 on plaintext), so choosing it trades a curious-server cell for this one, "
-        "and it costs 1.53 points of accuracy over seeds 0-2 (0.7982 / 0.7627 / 0.8047 against 0.7969 / 0.8038 / "
-        "0.8107 at 20 rounds): it stays an option. Multi-Krum on θ alone, with ∇S still blind, leaves the sign flip x10 at 0.117 "
-        "(measured on this cell's configuration): it goes through ∇S. `crafted_nsf` meets every honest "
-        "receiver's screen (`fedstruct/nsf_screen.py`: an item claiming the receiver's own nodes is dropped, "
-        "ids claimed twice are taken from neither, rows are clipped to the honest scale)."
-    ),
     ("cefgc", "malicious_client"): (
         "CeFGC's one FedAvg round averages three clients' GIN weights once: no rule can tell one poisoned "
         "model from two honest non-IID ones. The spoofed generators are relayed, not aggregated; the "
         "receiver-side screen (`--option screen_generators=true`) stops them on MUTAG but costs test AUC "
-        "0.971 -> 0.919 (docs/robust.md), so it stays off."
+        "0.971 -> 0.919 (docs/robust.md), so it stays off; a screen by a probe GIN trained on the receiver's "
+        "own graphs dropped 2-6 of 12 honest units per run (seeds 0-2; docs/robust.md) and is not shipped."
     ),
 }
 

@@ -13,12 +13,12 @@ def row(method: str, tm: str, verdict: str, *, name: str = "default", acc: float
 
 
 def test_each_failing_default_gets_its_note_and_passing_or_option_rows_none() -> None:
-    rows = [row("fedstruct", "malicious_client", "fail"), row("fedavg", "curious_server", "pass"),
-            row("fedstruct", "malicious_client", "pass", name="robust=krum-trim0.1"),
+    rows = [row("cefgc", "malicious_client", "fail"), row("fedavg", "curious_server", "pass"),
+            row("fedstruct", "malicious_client", "fail", name="robust=krum-trim0.1"),
             row("newmethod", "malicious_client", "fail")]
     lines = why_defaults_stay(rows)
     assert len(lines) == 2
-    assert lines[0] == "* **FEDSTRUCT, malicious_client**: " + DEFAULT_NOTES[("fedstruct", "malicious_client")]
+    assert lines[0] == "* **CEFGC, malicious_client**: " + DEFAULT_NOTES[("cefgc", "malicious_client")]
     assert "no note" in lines[1]
 
 
