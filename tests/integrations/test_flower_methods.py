@@ -67,12 +67,13 @@ def test_cefgc_under_the_sealed_relay_over_flower_matches_the_in_process_backend
 
 
 def test_fedstruct_under_its_secure_stack_over_flower_matches_the_in_process_backend(tmp_path):
-    # the default stack (fedstruct_secure), FedStruct-B with Hop2Vec: Algorithm 3's peer sums with
+    # fedstruct_secure (the default before the norm filter; the paper table's protected column),
+    # FedStruct-B with Hop2Vec: Algorithm 3's peer sums with
     # each target client as the SecAgg+ aggregator and the server as a relay that adds the masked
     # inputs (relay_sum), NSFs through the sealed relay, θ broadcast as bfloat16, gradients and
     # counts through SecAgg+, the summed NSF gradient through blind_sum (group key set up first)
     cfg = RunConfig(method="fedstruct", dataset="csbm", clients=3, rounds=2, seed=5, progress=False,
-                    options={"structure_hops": 2, "structure_dim": 8})
+                    protocol="fedstruct_secure", options={"structure_hops": 2, "structure_dim": 8})
     work = tmp_path / "w"
     fl = run_flower_experiment(cfg, workdir=work)
     ip = run_experiment(cfg)
@@ -99,6 +100,28 @@ def test_fedstruct_under_its_secure_stack_over_flower_matches_the_in_process_bac
         assert abar and {f for _, f in abar} <= {Form.KEYS, Form.MASKED, Form.SEALED}
         grads = {r.form for r in tr if r.tag == "fedstruct/nsf_grad" and "server" in (r.sender, r.receiver)}
         assert grads and grads <= {Form.KEYS, Form.MASKED, Form.SEALED}
+
+
+def test_fedstructs_default_norm_filter_over_flower_matches_the_in_process_backend(tmp_path):
+    # fedstruct_secure_robust: the key holder (its own process) judges every client's gradient on
+    # its encrypted sketch (norm filter), θ's kept gradients through SecAgg+ (masked_robust), ∇S's
+    # through the blind sum with the key holder's sketch sum sealed to every client (blind_robust)
+    cfg = RunConfig(method="fedstruct", dataset="csbm", clients=3, rounds=2, seed=5, progress=False,
+                    options={"structure_hops": 2, "structure_dim": 8})
+    work = tmp_path / "w"
+    fl = run_flower_experiment(cfg, workdir=work)
+    ip = run_experiment(cfg)
+    assert fl["protocol"] == ip["protocol"] == "fedstruct_secure_robust"
+    assert_every_party_exited(fl, ["server", *(client_id(k) for k in range(3)), "keyholder"])
+    for key in ("mean_val", "mean_test"):  # exact sums, and the filter keeps every honest client
+        assert [h[key] for h in fl["history"]] == [h[key] for h in ip["history"]], key
+    flower_tr, inproc_tr = transcripts(work, ip)
+    for tr in (flower_tr, inproc_tr):
+        grads = {(r.stage, r.form) for r in tr if r.tag == "fedstruct/nsf_grad" and r.receiver == "server"}
+        assert grads and {f for _, f in grads} <= {Form.KEYS, Form.MASKED, Form.SEALED, Form.CIPHERTEXT}
+        assert ("blind_robust/release", Form.SEALED) in grads  # the key holder's boxes, forwarded unread
+        boxes = {r.receiver for r in tr if r.stage == "blind_robust/release/forward"}
+        assert boxes == {client_id(k) for k in range(3)}
 
 
 def test_fedsheafhn_under_the_mailbox_over_flower_matches_the_in_process_backend(tmp_path):
