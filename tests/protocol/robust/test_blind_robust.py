@@ -97,16 +97,17 @@ def test_an_aggregate_is_refused_the_server_may_not_read_the_sum() -> None:
 
 
 def test_the_party_programs_keep_fedstructs_gradient_sum_from_the_server() -> None:
-    """FedStruct-B over the party programs with --option robust=norm_filter: the same scores as its
-    default stack when nobody is dropped; the server reads nothing of the tag (the coefficients are bookkeeping)."""
+    """FedStruct-B over the party programs on its default (the norm filter, blind_robust for ∇S): the
+    same scores as fedstruct_secure when nobody is dropped; the server reads nothing of the tag (the
+    coefficients are bookkeeping)."""
     from securefg.experiment import run_experiment
     from securefg.run_config import RunConfig
 
     base = {"method": "fedstruct", "dataset": "csbm", "clients": 5, "rounds": 2, "seed": 5, "progress": False}
     opts = {"structure_hops": 2, "structure_dim": 8}
-    plain = run_experiment(RunConfig(**base, options=opts))
-    robust = run_experiment(RunConfig(**base, options={**opts, "robust": "norm_filter"}))
-    assert robust["protocol"] == "fedstruct_secure+robust-normfilter3"
+    plain = run_experiment(RunConfig(**base, protocol="fedstruct_secure", options=opts))
+    robust = run_experiment(RunConfig(**base, options=opts))
+    assert robust["protocol"] == "fedstruct_secure_robust"
     rel = robust["_federation"].parties["server"].state[f"mech/{NAME}"]["released"]
     assert len(rel) == 2 and all(set(r.kept) == {f"client/{k}" for k in range(5)} for r in rel.values())
     assert [h["mean_test"] for h in robust["history"]] == [h["mean_test"] for h in plain["history"]]
