@@ -39,6 +39,7 @@ OPTION_DEFAULTS: Mapping[str, Any] = {
     "edge_dp_keep": 0.0,
     "edge_dp_seeded": False,
     "edge_dp_local_graph": False,
+    "degree_edges": "all",
 }
 
 
@@ -66,6 +67,9 @@ class FedStructSettings:
         edge_dp_local_graph (bool): Under edge DP, the feature branch still propagates over the
             client's true intra-edges (its local matrix); Ā and NSFs use the reported graph. θ
             updates and ∇S then depend on true intra-client edges: not covered by the epsilon.
+        degree_edges (str): Degree NSFs in variant B count a node's ``all`` edges (intra and
+            inter-client, which the owner knows: the default) or its ``intra``-client edges only
+            (what a client sees of its own subgraph; a measurement of the paper's Deg row).
     """
 
     nsf: str
@@ -78,6 +82,7 @@ class FedStructSettings:
     edge_dp_seeded: bool = False
     edge_dp_local_graph: bool = False
     abar_rows: str = "boundary"
+    degree_edges: str = "all"
 
     @property
     def betas(self) -> tuple[float, ...]:
@@ -124,6 +129,8 @@ def parse_settings(options: Mapping[str, Any], *, lr: float, weight_decay: float
         problems.append(f"lr_structure must be > 0, got {o['lr_structure']!r}")
     if o["abar_rows"] not in ROW_LAYOUTS:
         problems.append(f"abar_rows must be one of {list(ROW_LAYOUTS)}, got {o['abar_rows']!r}")
+    if o["degree_edges"] not in ("all", "intra"):
+        problems.append(f"degree_edges must be 'all' or 'intra', got {o['degree_edges']!r}")
     edge_dp = _edge_dp(o, variant, nsf, problems)
     for key in ("edge_dp_seeded", "edge_dp_local_graph"):
         if not isinstance(o[key], bool):
@@ -137,7 +144,8 @@ def parse_settings(options: Mapping[str, Any], *, lr: float, weight_decay: float
         input_dropout=float(o["input_dropout"]), node2vec_epochs=int(o["node2vec_epochs"]),
     )
     return FedStructSettings(nsf, variant, bool(o["hardened"]), int(o["prune_p"]), int(o["query_budget"]), config,
-                             edge_dp, bool(o["edge_dp_seeded"]), bool(o["edge_dp_local_graph"]), str(o["abar_rows"]))
+                             edge_dp, bool(o["edge_dp_seeded"]), bool(o["edge_dp_local_graph"]), str(o["abar_rows"]),
+                             str(o["degree_edges"]))
 
 
 def _edge_dp(o: Mapping[str, Any], variant: str, nsf: str, problems: list[str]) -> EdgeRR | None:

@@ -83,7 +83,8 @@ def own_rows(view: ClientGraphView, settings: FedStructSettings, *, num_nodes: i
              oracle: Tensor | None) -> Tensor:
     """Owner k's NSF rows ``[n_k, d_s]`` (``oracle`` is the node2vec table, else unused)."""
     if settings.nsf == "degree":
-        deg = (view.degree() - 1).clamp_max(settings.config.structure_dim - 1)
+        deg = view.degree() - 1 if settings.degree_edges == "all" else view.intra_degree()
+        deg = deg.clamp_max(settings.config.structure_dim - 1)
         return F.one_hot(deg, settings.config.structure_dim).float()
     if settings.nsf == "hop2vec":
         return hop2vec_table(num_nodes, settings, seed)[view.nodes]

@@ -80,6 +80,10 @@ class ClientGraphView:
         counts = torch.bincount(self.local_rows(ends), minlength=self.num_nodes)
         return counts + 1
 
+    def intra_degree(self) -> Tensor:
+        """Each owned node's number of edges inside this client's subgraph (no inter-edges)."""
+        return torch.bincount(self.local_rows(self.intra_edges[0]), minlength=self.num_nodes)
+
     def __repr__(self) -> str:
         return (
             f"ClientGraphView(client_id={self.client_id}, nodes={self.num_nodes}, "

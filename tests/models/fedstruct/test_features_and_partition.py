@@ -39,3 +39,23 @@ def test_split_is_pairwise_disjoint_covering_and_per_client() -> None:
 def test_split_rejects_ratios_above_one() -> None:
     with pytest.raises(InvalidInputError, match="train \\+ val <= 1"):
         random_node_split(torch.zeros(4, dtype=torch.long), train_ratio=0.6, val_ratio=0.5)
+
+
+def test_a_views_degree_counts_inter_edges_and_its_intra_degree_does_not() -> None:
+    from securefg.models.fedstruct.client_graph_view import ClientGraphView
+
+    # client 0 owns nodes 0, 1, 2: path 0-1-2 inside, and node 1 also touches node 5 of another client
+    intra = torch.tensor([[0, 1, 1, 2], [1, 0, 2, 1]])
+    inter = torch.tensor([[1], [5]])
+    view = ClientGraphView(0, torch.tensor([0, 1, 2]), intra, inter, torch.tensor([1]))
+    assert view.degree().tolist() == [2, 4, 2]  # 1 + intra + inter
+    assert view.intra_degree().tolist() == [1, 2, 1]
+
+
+def test_degree_edges_is_checked() -> None:
+    from securefg.errors import ConfigError
+    from securefg.methods.fedstruct.settings import parse_settings
+
+    assert parse_settings({"degree_edges": "intra"}, lr=0.01, weight_decay=0.0).degree_edges == "intra"
+    with pytest.raises(ConfigError, match="degree_edges must be"):
+        parse_settings({"degree_edges": "both"}, lr=0.01, weight_decay=0.0)
