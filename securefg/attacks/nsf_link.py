@@ -60,9 +60,11 @@ RESULT_STAGE = "shared_sum/result"
 def summed_gradients(adv: AdversaryContext) -> Iterator[tuple[int, torch.Tensor]]:
     """``(round, ∇S)`` for every summed NSF gradient the adversary can read: a result it sent or
     received in a readable form (plaintext, or ``secure_sum``'s aggregate), or a ``blind_sum``
-    result a member client opens with the group key it holds. A server under ``blind_sum``
-    holds only blinded sums and gets nothing here."""
+    result a member client opens with the group key it holds (under ``blind_robust``, the kept
+    clients' sum and the kept list travel together). A server under either holds only blinded
+    sums and gets nothing here."""
     from securefg.protocol.mechanism import ExchangeKind
+    from securefg.protocol.robust.blind_robust import BlindRobust, unpack_result
     from securefg.protocol.secure_sum.blinded_result import BlindedResult, unblind
 
     view, seen = adv.view, set()
@@ -77,7 +79,11 @@ def summed_gradients(adv: AdversaryContext) -> Iterator[tuple[int, torch.Tensor]
         elif rec.form is Form.MASKED and rec.receiver in view.clients and adv.run.stack is not None:
             key = (view.own_state(rec.receiver, "mech/blind_sum") or {}).get("group_key", {}).get(adv.run.session.hex())
             mech = adv.run.stack.resolve(GRAD_TAG, ExchangeKind.SHARED_SUM).mechanism
-            if key is not None and hasattr(mech, "settings"):
+            if key is not None and isinstance(mech, BlindRobust):  # the kept clients' sum (blind_robust)
+                blinded, kept, _members = unpack_result(rec.payload)
+                flat = unblind(BlindedResult.decode(blinded), key=key, settings=mech.blind.settings,
+                               session=adv.run.session, round=rec.round, tag=GRAD_TAG, clients=tuple(kept))
+            elif key is not None and hasattr(mech, "settings"):
                 flat = unblind(BlindedResult.decode(rec.payload), key=key, settings=mech.settings,
                                session=adv.run.session, round=rec.round, tag=GRAD_TAG, clients=adv.run.clients)
         if flat is None or directory is None:

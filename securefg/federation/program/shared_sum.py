@@ -43,7 +43,7 @@ from securefg.protocol.mechanism import ExchangeKind
 from securefg.protocol.relay import sealing_directory
 from securefg.protocol.relay.blob_list import unpack_blobs
 from securefg.protocol.robust import masked_robust as mr
-from securefg.protocol.robust.blind_robust import BlindRobust, read_checked
+from securefg.protocol.robust.blind_robust import BlindRobust, pack_result, read_checked
 from securefg.protocol.robust.blind_robust import Stage as BlindStage
 from securefg.protocol.robust.ckks_robust import CKKSRobust, record_release
 from securefg.protocol.robust.ckks_robust import Stage as RobustStage
@@ -168,12 +168,12 @@ def _blind_robust(ex: Any, res: Any, tag: str, members: list[str], length: int, 
         raise ProtocolError(f"{tag!r}: the key holder sealed {len(boxes)} release(s) for {len(readers)} clients")
     for r, box in zip(readers, boxes, strict=True):  # forwarded unread
         rt.transport.send(Envelope(SERVER, (r,), ex.round, tag, box, stage=BlindStage.FORWARD, form=Form.SEALED))
-    rt.transport.send(Envelope(SERVER, tuple(readers), ex.round, tag, result, stage=RESULT_STAGE, form=Form.MASKED))
+    rt.transport.send(Envelope(SERVER, tuple(readers), ex.round, tag, pack_result(result, kept, members),
+                               stage=RESULT_STAGE, form=Form.MASKED))
     record_release(rt.party.state.setdefault(f"mech/{mech.name}", {}), tag, ex.round,
                    {p: (1.0 if p in agg.contributors else 0.0) for p in side.order})
     ex.step(readers, action=ACTION, tag=tag, stage=RESULT_STAGE,
-            info={**info, "contributors": ",".join(agg.contributors), "kept": ",".join(kept), "holder": holder,
-                  "senders": len(members)})
+            info={**info, "contributors": ",".join(agg.contributors), "robust": 1, "holder": holder})
     return tuple(agg.contributors)
 
 
@@ -290,7 +290,7 @@ class SharedSumHalf:
                 raise InvalidInputError(f"{pid} has no input prepared for {step.tag!r} round {step.round}")
             self.ex.ckks_robust.upload(step, self.pending[key])
             return
-        if isinstance(mech, BlindRobust) and step.stage == RESULT_STAGE and "kept" in step.info:
+        if isinstance(mech, BlindRobust) and step.stage == RESULT_STAGE and step.info.get("robust"):
             self.pending.pop(key, None)  # a client the rule dropped never sent it
             self._read_robust(step, call, mech)
             return
@@ -347,9 +347,8 @@ class SharedSumHalf:
         if fwd.sender != SERVER or env.sender != SERVER:
             raise UnexpectedMessageError(f"{pid} got a {step.tag!r} result from {env.sender!r}")
         layout = layout_from_text(str(step.info["layout"]), what=f"{step.tag!r} layout")
-        kept = [p for p in str(step.info["kept"]).split(",") if p]
-        out = read_checked(call, mech, receiver=pid, holder=str(step.info["holder"]), result=env.payload,
-                           box=fwd.payload, kept=kept, senders=int(step.info["senders"]), length=layout.size)
+        out = read_checked(call, mech, receiver=pid, holder=str(step.info["holder"]), payload=env.payload,
+                           box=fwd.payload, length=layout.size)
         self.results[(step.tag, step.round)] = unflatten(out.total, layout)
 
     def _on_key(self, step: Step) -> dict[str, str | int] | None:

@@ -38,7 +38,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from securefg.errors import InvalidInputError, ProtocolError
+from securefg.errors import CodecError, InvalidInputError, ProtocolError
 from securefg.federation.channel import length_prefixed
 from securefg.federation.codec import TensorSpec, decode_tensor
 from securefg.federation.envelope import Envelope, Form
@@ -102,10 +102,52 @@ def open_release(call: ExchangeCall, receiver: str, holder: str, box: bytes) -> 
         context=release_context(call.transport.session, call.tag, call.round, holder, receiver))
 
 
-def read_checked(call: ExchangeCall, mech: BlindRobust, *, receiver: str, holder: str, result: bytes, box: bytes,
-                 kept: Sequence[str], senders: int, length: int) -> SumOutcome:
-    """Acting as a client: unblind the kept clients' sum, open the key holder's release and check
-    the sum against it; the sum scaled by ``senders / kept`` (an unweighted sum, as ``masked_robust``).
+def pack_result(blinded: bytes, kept: Sequence[str], members: Sequence[str]) -> bytes:
+    """The server's result envelope: the blinded kept sum, the kept list and every member (a
+    client reads the sum over the kept, scaled to the members)."""
+    return pack_blobs([blinded, ",".join(kept).encode(), ",".join(members).encode()])
+
+
+def unpack_result(payload: bytes) -> tuple[bytes, list[str], list[str]]:
+    """``(blinded sum, kept, members)`` of :func:`pack_result`.
+
+    Raises:
+        CodecError: Not three parts, or names that are not UTF-8.
+    """
+    parts = unpack_blobs(payload, max_count=3)
+    if len(parts) != 3:
+        raise CodecError(f"a blind robust result holds {len(parts)} part(s), expected 3")
+    try:
+        kept, members = ([p for p in b.decode("utf-8").split(",") if p] for b in parts[1:])
+    except UnicodeDecodeError:
+        raise CodecError("a blind robust result's names are not UTF-8") from None
+    return parts[0], kept, members
+
+
+def unblind_kept(call: ExchangeCall, mech: BlindRobust, *, receiver: str, payload: bytes) -> tuple[torch.Tensor, BlindedResult, list[str], list[str]]:
+    """Acting as a client: the kept clients' sum scaled to the members, unchecked (an auditor's
+    reading of what the client holds; :func:`read_checked` also checks it).
+
+    Raises:
+        ProtocolError: The client holds no group key, or the kept list is empty or repeats a client.
+    """
+    blinded_bytes, kept, members = unpack_result(payload)
+    if not kept or len(set(kept)) != len(kept):
+        raise ProtocolError(f"{receiver}: the kept list of {call.tag!r} is empty or repeats a client")
+    key = held_key(call, receiver)
+    if key is None:
+        raise ProtocolError(f"{receiver} holds no blind_sum group key for {call.tag!r}")
+    blinded = BlindedResult.decode(blinded_bytes)
+    total = unblind(blinded, key=key, settings=mech.blind.settings, session=call.transport.session, round=call.round,
+                    tag=call.tag, clients=tuple(kept))
+    return total.to(torch.float64) * (len(members) / len(blinded.survivors)), blinded, kept, members
+
+
+def read_checked(call: ExchangeCall, mech: BlindRobust, *, receiver: str, holder: str, payload: bytes, box: bytes,
+                 length: int) -> SumOutcome:
+    """Acting as a client: unblind the kept clients' sum (``payload``: :func:`pack_result`), open
+    the key holder's release and check the sum against it; the sum scaled by ``members / kept``
+    (an unweighted sum, as ``masked_robust``).
 
     Raises:
         ImplausibleSumError: The sum's sketch is not the released sketch sum (a kept client masked
@@ -113,18 +155,10 @@ def read_checked(call: ExchangeCall, mech: BlindRobust, *, receiver: str, holder
         InvalidClaimError: The blinded result names unknown or repeated survivors.
         ProtocolError: A kept list that is empty or repeats a client.
     """
-    if not kept or len(set(kept)) != len(kept):
-        raise ProtocolError(f"{receiver}: the kept list of {call.tag!r} is empty or repeats a client")
-    key = held_key(call, receiver)
-    if key is None:
-        raise ProtocolError(f"{receiver} holds no blind_sum group key for {call.tag!r}")
-    blinded = BlindedResult.decode(result)
-    total = unblind(blinded, key=key, settings=mech.blind.settings, session=call.transport.session, round=call.round,
-                    tag=call.tag, clients=tuple(kept))
+    scaled, blinded, kept, members = unblind_kept(call, mech, receiver=receiver, payload=payload)
     width = cr.sketch_width(length, mech.preset.slots)
     released = decode_tensor(open_release(call, receiver, holder, box), spec=TensorSpec({"x": (torch.float64, (width,))}))
-    factor = senders / len(blinded.survivors)
-    scaled = total.to(torch.float64) * factor
+    factor = len(members) / len(blinded.survivors)
     check_masked_sum(scaled, released, tail=0, width=width, terms=float(len(blinded.survivors)) * factor,
                      quantization_error=mech.quantization_error(len(kept)) * factor)
     return SumOutcome(scaled, tuple(sorted(blinded.survivors)))
@@ -209,7 +243,7 @@ class BlindRobust(MaskedRobust):
             raise ProtocolError(f"{call.tag!r}: the key holder sealed {len(boxes)} release(s) for {len(senders)} clients")
 
         # --- the server: the blinded sum and the kept list to every client, each its box
-        header = pack_blobs([result, ",".join(kept).encode()])
+        header = pack_result(result, kept, senders)
         for r, box in zip(senders, boxes, strict=True):
             call.transport.send(Envelope(call.server, (r,), call.round, call.tag, box, stage=Stage.FORWARD,
                                          form=Form.SEALED))
@@ -223,11 +257,10 @@ class BlindRobust(MaskedRobust):
                 continue
             (fwd,) = call.transport.receive(pid, tag=call.tag, round=call.round, stage=Stage.FORWARD)
             (env,) = call.transport.receive(pid, tag=call.tag, round=call.round, stage=RESULT_STAGE)
-            blinded, names = unpack_blobs(env.payload, max_count=2)
-            out[pid] = read_checked(call, self, receiver=pid, holder=holder, result=blinded, box=fwd.payload,
-                                    kept=[p for p in names.decode().split(",") if p], senders=len(senders),
+            out[pid] = read_checked(call, self, receiver=pid, holder=holder, payload=env.payload, box=fwd.payload,
                                     length=length)
         return out
 
 
-__all__ = ["NAME", "BlindRobust", "Stage", "open_release", "read_checked", "release_context", "seal_release"]
+__all__ = ["NAME", "BlindRobust", "Stage", "open_release", "pack_result", "read_checked", "release_context",
+           "seal_release", "unblind_kept", "unpack_result"]
