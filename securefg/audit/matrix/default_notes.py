@@ -21,8 +21,10 @@ DEFAULT_NOTES: Mapping[tuple[str, str], str] = {
         "in the row."
     ),
     ("cefgc", "malicious_client"): (
-        "CeFGC's one FedAvg round averages three clients' GIN weights once: no rule can tell one poisoned "
-        "model from two honest non-IID ones. The spoofed generators are relayed, not aggregated; the "
+        "CeFGC's one FedAvg round averages three clients' full GIN weights once. The norm filter on them "
+        "(`--option robust=norm_filter`) leaves the sign flip x10 at 0.150 (seed 0): a full model's norm is "
+        "dominated by the public W0, so a boosted change does not stand out, and with three clients no "
+        "majority rule applies. The spoofed generators are relayed, not aggregated; the "
         "receiver-side screen (`--option screen_generators=true`) stops them on MUTAG but costs test AUC "
         "0.971 -> 0.919 (docs/robust.md), so it stays off; a screen by a probe GIN trained on the receiver's "
         "own graphs dropped 2-6 of 12 honest units per run (seeds 0-2; docs/robust.md) and is not shipped."
