@@ -29,11 +29,11 @@ from securefg.federation.envelope import Envelope, Form
 from securefg.federation.flatten import flatten, layout_from_text, layout_to_text, unflatten
 from securefg.federation.party import SERVER, is_client
 from securefg.federation.program import relay as relay_program
+from securefg.federation.program.calls import party_call
 from securefg.federation.program.ckks_flows import _ask_holder
 from securefg.federation.program.ckks_keys import ACTION_SEALING as ROBUST_SEALING
 from securefg.federation.program.ckks_robust_flows import ACTION_RELEASE as ROBUST_RELEASE
 from securefg.federation.program.ckks_robust_flows import judge_server
-from securefg.federation.program.calls import party_call
 from securefg.federation.program.exchange import advance_client_stage, agreed_layout
 from securefg.federation.program.halves import client_half
 from securefg.federation.program.peer_sum import client_transform, server_transforms
@@ -47,8 +47,8 @@ from securefg.protocol.robust.blind_robust import BlindRobust, pack_result, read
 from securefg.protocol.robust.blind_robust import Stage as BlindStage
 from securefg.protocol.robust.ckks_robust import CKKSRobust, record_release
 from securefg.protocol.robust.ckks_robust import Stage as RobustStage
-from securefg.protocol.robust.masked_robust import Stage as MaskedStage
 from securefg.protocol.robust.masked_robust import MaskedRobust
+from securefg.protocol.robust.masked_robust import Stage as MaskedStage
 from securefg.protocol.robust.mechanism import SubgroupRobust
 from securefg.protocol.robust.plaintext_krum import PlaintextKrum
 from securefg.protocol.secure_sum import group_key

@@ -189,5 +189,18 @@ def plaintext_trimmed_mean(kind: ExchangeKind, params: Mapping[str, Any]) -> Exp
     raise unsupported("plaintext_trimmed_mean", kind)
 
 
-__all__ = ["blind_robust", "blind_sum", "ckks", "ckks_relay", "ckks_robust", "mailbox", "masked_robust", "plaintext_krum", "plaintext", "plaintext_trimmed_mean", "sealed_relay",
-           "secure_sum", "subgroup_robust"]
+__all__ = [
+    "blind_robust",
+    "blind_sum",
+    "ckks",
+    "ckks_relay",
+    "ckks_robust",
+    "mailbox",
+    "masked_robust",
+    "plaintext",
+    "plaintext_krum",
+    "plaintext_trimmed_mean",
+    "sealed_relay",
+    "secure_sum",
+    "subgroup_robust",
+]

@@ -47,7 +47,12 @@ from securefg.protocol.mechanism import ExchangeCall, ExchangeKind, SumOutcome, 
 from securefg.protocol.relay import sealing_directory
 from securefg.protocol.relay.blob_list import pack_blobs, unpack_blobs
 from securefg.protocol.robust import ckks_robust as cr
-from securefg.protocol.robust.masked_robust import MaskedRobust, check_masked_sum, release_sketch_sum, sketch_sum_request
+from securefg.protocol.robust.masked_robust import (
+    MaskedRobust,
+    check_masked_sum,
+    release_sketch_sum,
+    sketch_sum_request,
+)
 from securefg.protocol.secure_sum.blind import BlindSum
 from securefg.protocol.secure_sum.blinded_result import BlindedResult, unblind
 from securefg.protocol.secure_sum.group_key import blinding_seed, ensure_group_key, held_key
