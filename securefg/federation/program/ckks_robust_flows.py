@@ -136,7 +136,7 @@ def masked_robust_server(rt: ServerRuntime, res: Resolved, *, tag: str, round: i
     weighted = bool(count_tail and weighted)
     side, holder, call = judge_server(rt, res, tag=tag, round=round, senders=senders, length=length, action=action,
                                       info=info, count_tail=count_tail, weighted=weighted)
-    kept = [p for k, p in enumerate(side.order) if float(side.coefficients[k]) > 0]
+    kept = side.kept
     total, contributors = secure_sum(kept)
 
     def ask(coeffs: torch.Tensor) -> bytes:

@@ -142,7 +142,7 @@ def _blind_robust(ex: Any, res: Any, tag: str, members: list[str], length: int, 
     _ensure_group_key(ex, tag, members)  # every member reads the result, the dropped ones too
     side, holder, call = judge_server(rt, res, tag=tag, round=ex.round, senders=members, length=length, action=ACTION,
                                       info=info, count_tail=0, weighted=False, kind=ExchangeKind.SHARED_SUM)
-    kept = [p for k, p in enumerate(side.order) if float(side.coefficients[k]) > 0]
+    kept = side.kept
     agg = _secure(ex, mech.blind, tag, kept, length, {**info, "blind": 1})
     assert agg.ring_total is not None
     result = BlindedResult(len(kept), mech.blind.settings.ring_bits(len(kept)), agg.contributors, agg.ring_total).encode()
@@ -173,7 +173,7 @@ def _blind_robust(ex: Any, res: Any, tag: str, members: list[str], length: int, 
     record_release(rt.party.state.setdefault(f"mech/{mech.name}", {}), tag, ex.round,
                    {p: (1.0 if p in agg.contributors else 0.0) for p in side.order})
     ex.step(readers, action=ACTION, tag=tag, stage=RESULT_STAGE,
-            info={**info, "contributors": ",".join(agg.contributors), "robust": 1, "holder": holder})
+            info={**info, "contributors": ",".join(agg.contributors), "robust": 1})
     return tuple(agg.contributors)
 
 
@@ -347,7 +347,8 @@ class SharedSumHalf:
         if fwd.sender != SERVER or env.sender != SERVER:
             raise UnexpectedMessageError(f"{pid} got a {step.tag!r} result from {env.sender!r}")
         layout = layout_from_text(str(step.info["layout"]), what=f"{step.tag!r} layout")
-        out = read_checked(call, mech, receiver=pid, holder=str(step.info["holder"]), payload=env.payload,
+        # the key holder is the stack's, not whoever the server names: only its boxes open
+        out = read_checked(call, mech, receiver=pid, holder=mech.keys.holder(call), payload=env.payload,
                            box=fwd.payload, length=layout.size)
         self.results[(step.tag, step.round)] = unflatten(out.total, layout)
 

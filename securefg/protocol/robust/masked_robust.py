@@ -137,6 +137,11 @@ class ServerSide:
     uploads: tuple[Upload, ...]
     coefficients: torch.Tensor
 
+    @property
+    def kept(self) -> list[str]:
+        """The clients the rule kept, in pseudonym order."""
+        return [p for k, p in enumerate(self.order) if float(self.coefficients[k]) > 0]
+
     def in_sum(self, contributors: Sequence[str]) -> torch.Tensor:
         """The judged coefficients restricted to the clients the masked sum holds.
 
@@ -166,7 +171,7 @@ class Judged:
 
     @property
     def kept(self) -> list[str]:
-        return [p for k, p in enumerate(self.side.order) if float(self.side.coefficients[k]) > 0]
+        return self.side.kept
 
 
 def finish(side: ServerSide, total: torch.Tensor, contributors: Sequence[str], *,
@@ -335,8 +340,7 @@ class MaskedRobust(Mechanism):
         order = side.order
 
         # --- the kept clients' masked sum
-        kept = [p for k, p in enumerate(order) if float(side.coefficients[k]) > 0]
-        inner = self.inner.run_aggregate(call, {p: inputs[p] for p in kept})
+        inner = self.inner.run_aggregate(call, {p: inputs[p] for p in side.kept})
 
         def ask(coeffs: torch.Tensor) -> bytes:
             call.transport.send(Envelope(call.server, (holder,), call.round, call.tag,

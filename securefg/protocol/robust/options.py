@@ -154,8 +154,7 @@ def krum_stack(stack: ProtocolStack, tags: tuple[str, ...], *, trim: float = 0.2
     desc_text = (f"{stack.description.strip()}\n\nRobust option: " + "; ".join(parts) + ". The server learns "
                  "which clients were dropped and, but for blind_robust tags, the robust result.")
     unsafe = {"unsafe": stack.unsafe} if stack.unsafe is not None else {}
-    unblinded = tuple(encrypted_or_clear for encrypted_or_clear in (*encrypted, *clear)
-                      if stack.binding_for(encrypted_or_clear).mechanism == BLIND)
+    unblinded = tuple(t for t in encrypted if stack.binding_for(t).mechanism == BLIND)  # ckks_robust reads it
     suffix = "krum" if rule == "krum" else f"normfilter{norm_factor:g}"
     return ProtocolStack.from_dict({"name": f"{stack.name}+robust-{suffix}", "description": desc_text, "tags": bindings,
                                     **unsafe, **kept_releases(stack, unblinded)},
