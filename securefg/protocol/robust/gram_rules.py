@@ -34,6 +34,22 @@ def trim_problems(trim: Any) -> list[str]:
     return []
 
 
+def selecting_rule_problems(rule: Any, norm_factor: Any) -> list[str]:
+    """Config problems of a keep-or-drop rule (``masked_robust``, ``blind_robust``,
+    ``plaintext_krum``): one of :data:`SELECTING_RULES`; ``norm_factor`` is the norm filter's
+    threshold (> 0) and must stay 0 under multi-Krum, which keeps or drops only."""
+    if rule not in SELECTING_RULES:
+        return [(f"rule must be one of {list(SELECTING_RULES)} (a norm bound that scales needs ckks_robust), "
+                 f"got {rule!r}")]
+    if not isinstance(norm_factor, (int, float)) or isinstance(norm_factor, bool) or not 0 <= norm_factor < math.inf:
+        return [f"norm_factor must be a number >= 0, got {norm_factor!r}"]
+    if rule == "norm_filter" and norm_factor <= 0:
+        return ["rule 'norm_filter' needs norm_factor > 0 (the threshold, times the median norm)"]
+    if rule == "krum" and norm_factor > 0:
+        return ["norm_factor applies to rule 'norm_filter'; multi-Krum here keeps or drops only"]
+    return []
+
+
 def tolerated(n: int, trim: float) -> int:
     """How many inputs multi-Krum drops: ``ceil(trim * n)``, at most ``(n - 3) // 2``, Krum's own
     condition ``n >= 2f + 3`` (Blanchard et al.): with 3 or 4 clients it drops none, since no
@@ -136,6 +152,7 @@ __all__ = [
     "krum_scores",
     "norm_coefficients",
     "norm_filter",
+    "selecting_rule_problems",
     "squared_distances",
     "tolerated",
     "trim_problems",

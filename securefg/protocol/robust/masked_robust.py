@@ -33,7 +33,6 @@ implemented. :mod:`.blind_robust` runs the same judge for a sum only the clients
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -59,7 +58,7 @@ from securefg.protocol.robust.ckks_robust import (
     sketch_width,
     sum_factor,
 )
-from securefg.protocol.robust.gram_rules import SELECTING_RULES, tolerated, trim_problems
+from securefg.protocol.robust.gram_rules import selecting_rule_problems, tolerated, trim_problems
 from securefg.protocol.secure_sum.mechanism import SecureSum
 from securefg.protocol.secure_sum.settings import DEFAULTS as SECURE_SUM_DEFAULTS
 from securefg.protocol.shared_result import share_sum
@@ -242,17 +241,8 @@ class MaskedRobust(Mechanism):
         problems = super().validate_params(params)
         p = {**cls.defaults, **params}
         problems += ckks_key_problems(p)
-        if p["rule"] not in SELECTING_RULES:
-            problems.append(f"rule must be one of {list(SELECTING_RULES)} (a norm bound that scales needs ckks_robust), "
-                            f"got {p['rule']!r}")
+        problems += selecting_rule_problems(p["rule"], p["norm_factor"])
         problems += trim_problems(p["trim"])
-        nf = p["norm_factor"]
-        if not isinstance(nf, (int, float)) or isinstance(nf, bool) or not 0 <= nf < math.inf:
-            problems.append(f"norm_factor must be a number >= 0, got {nf!r}")
-        elif p["rule"] == "norm_filter" and nf <= 0:
-            problems.append("rule 'norm_filter' needs norm_factor > 0 (the threshold, times the median norm)")
-        elif p["rule"] == "krum" and nf > 0:
-            problems.append("norm_factor applies to rule 'norm_filter'; multi-Krum here keeps or drops only")
         inner = p["inner_params"]
         if not isinstance(inner, Mapping):
             problems.append(f"inner_params must be a table of secure_sum parameters, got {inner!r}")

@@ -21,7 +21,7 @@ from securefg.federation.envelope import Form
 from securefg.protocol.mechanism import ExchangeCall, ExchangeKind, Mechanism, SumOutcome, register_mechanism
 from securefg.protocol.plaintext import upload_vectors
 from securefg.protocol.robust.ckks_robust import sketch_of, sum_factor
-from securefg.protocol.robust.gram_rules import SELECTING_RULES, gram_coefficients, trim_problems
+from securefg.protocol.robust.gram_rules import gram_coefficients, selecting_rule_problems, trim_problems
 from securefg.protocol.shared_result import share_sum
 
 NAME = "plaintext_krum"
@@ -80,22 +80,14 @@ class PlaintextKrum(Mechanism):
     @classmethod
     def validate_params(cls, params: Mapping[str, Any]) -> list[str]:
         p = {**cls.defaults, **params}
-        problems = super().validate_params(params) + trim_problems(p["trim"])
-        if p["rule"] not in SELECTING_RULES:
-            problems.append(f"rule must be one of {list(SELECTING_RULES)}, got {p['rule']!r}")
-        nf = p["norm_factor"]
-        if not isinstance(nf, (int, float)) or isinstance(nf, bool) or nf < 0:
-            problems.append(f"norm_factor must be a number >= 0, got {nf!r}")
-        elif p["rule"] == "norm_filter" and nf <= 0:
-            problems.append("rule 'norm_filter' needs norm_factor > 0")
-        return problems
+        return (super().validate_params(params) + trim_problems(p["trim"])
+                + selecting_rule_problems(p["rule"], p["norm_factor"]))
 
     def combine_uploads(self, got: Mapping[str, torch.Tensor], *, count_tail: int = 0,
                         weighted: bool = False) -> SumOutcome:
         """The kept clear uploads' sum and who is in it."""
         total, coefficients = krum_sum(got, count_tail=count_tail, weighted=weighted, trim=float(self.params["trim"]),
-                                       rule=str(self.params["rule"]),
-                                       norm_factor=float(self.params["norm_factor"]) if self.params["rule"] == "norm_filter" else 0.0)
+                                       rule=str(self.params["rule"]), norm_factor=float(self.params["norm_factor"]))
         return SumOutcome(total, tuple(sorted(p for p, c in coefficients.items() if c > 0)))
 
     def run_aggregate(self, call: ExchangeCall, inputs: Mapping[str, torch.Tensor]) -> SumOutcome:
