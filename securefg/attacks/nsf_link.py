@@ -81,7 +81,7 @@ def summed_gradients(adv: AdversaryContext) -> Iterator[tuple[int, torch.Tensor]
             mech = adv.run.stack.resolve(GRAD_TAG, ExchangeKind.SHARED_SUM).mechanism
             if key is not None and isinstance(mech, BlindRobust):  # the kept clients' sum (blind_robust)
                 blinded, kept, _members = unpack_result(rec.payload)
-                flat = unblind(BlindedResult.decode(blinded), key=key, settings=mech.blind.settings,
+                flat = unblind(BlindedResult.decode(blinded), key=key, settings=mech.inner.settings,
                                session=adv.run.session, round=rec.round, tag=GRAD_TAG, clients=tuple(kept))
             elif key is not None and hasattr(mech, "settings"):
                 flat = unblind(BlindedResult.decode(rec.payload), key=key, settings=mech.settings,

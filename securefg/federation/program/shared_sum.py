@@ -100,7 +100,7 @@ def shared_sum(ex: Any, tag: str, clients: Iterable[str] | None = None) -> tuple
         server_transforms(res, ex.call(tag, res, ExchangeKind.SHARED_SUM), length, tuple(contributors))
         return tuple(contributors)
     if isinstance(mech, BlindRobust):  # too few clients to judge: the blind sum alone
-        mech = mech.blind
+        mech = mech.inner
     if isinstance(mech, (SubgroupRobust, CKKSRobust, MaskedRobust, PlaintextKrum)):  # a robust rule: the server reads the result
         total, contributors = ex._sum(mech, tag, members, length, {"weighted": 0}, count_tail=0, weighted=False)
         payload, form = encode_tensor(total), Form.AGGREGATE
@@ -143,9 +143,9 @@ def _blind_robust(ex: Any, res: Any, tag: str, members: list[str], length: int, 
     side, holder, call = judge_server(rt, res, tag=tag, round=ex.round, senders=members, length=length, action=ACTION,
                                       info=info, count_tail=0, weighted=False, kind=ExchangeKind.SHARED_SUM)
     kept = side.kept
-    agg = _secure(ex, mech.blind, tag, kept, length, {**info, "blind": 1})
+    agg = _secure(ex, mech.inner, tag, kept, length, {**info, "blind": 1})
     assert agg.ring_total is not None
-    result = BlindedResult(len(kept), mech.blind.settings.ring_bits(len(kept)), agg.contributors, agg.ring_total).encode()
+    result = BlindedResult(len(kept), mech.inner.settings.ring_bits(len(kept)), agg.contributors, agg.ring_total).encode()
     readers = [c for c in members if c not in rt.dropped]
     lacks = [c for c in readers if c != holder and not relay_program._known(ex, holder, c)]  # (a client may hold the key)
     if lacks:  # the key holder seals to their keys (the CKKS key setup's step and ledger)
@@ -295,7 +295,7 @@ class SharedSumHalf:
             self._read_robust(step, call, mech)
             return
         if isinstance(mech, BlindRobust):
-            mech = mech.blind
+            mech = mech.inner
         if step.stage == UPLOAD:
             vec = self.pending.pop(key)
             self.rt.transport.send(Envelope(pid, (SERVER,), step.round, step.tag, encode_tensor(vec), stage=UPLOAD))

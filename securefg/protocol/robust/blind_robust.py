@@ -34,7 +34,7 @@ client (who holds the group key).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import torch
 
@@ -143,7 +143,7 @@ def unblind_kept(call: ExchangeCall, mech: BlindRobust, *, receiver: str, payloa
     if key is None:
         raise ProtocolError(f"{receiver} holds no blind_sum group key for {call.tag!r}")
     blinded = BlindedResult.decode(blinded_bytes)
-    total = unblind(blinded, key=key, settings=mech.blind.settings, session=call.transport.session, round=call.round,
+    total = unblind(blinded, key=key, settings=mech.inner.settings, session=call.transport.session, round=call.round,
                     tag=call.tag, clients=tuple(kept))
     return total.to(torch.float64) * (len(members) / len(blinded.survivors)), blinded, kept, members
 
@@ -186,20 +186,10 @@ class BlindRobust(MaskedRobust):
     #: The coefficients are the rule's bookkeeping (who is in the sum, as a survivor list is): the
     #: server reads no value of the tag.
     coefficient_form: ClassVar[Form] = Form.KEYS
+    inner_class = BlindSum
     protects = ("each input and the sum: the server sees CKKS-encrypted sketches, masked vectors of the kept clients "
                 "and their sum blinded under the clients' group key, and learns who was dropped; the key holder sees "
                 "the pseudonymous sketches' inner products and the kept sum's sketch; every client learns the sum")
-
-    def __init__(self, **params: Any) -> None:
-        super().__init__(**params)
-        self.blind = BlindSum(**dict(self.params["inner_params"]))
-
-    def as_masked(self, vector: torch.Tensor) -> torch.Tensor:
-        settings = self.blind.settings
-        return vector.clamp(-settings.clip, settings.clip) if settings.on_clip == "saturate" else vector
-
-    def quantization_error(self, contributors: int) -> float:
-        return float(self.blind.settings.quantizer(contributors).error_bound(contributors))
 
     def run_aggregate(self, call: ExchangeCall, inputs: Mapping[str, torch.Tensor]) -> SumOutcome:
         raise InvalidInputError(f"{call.tag!r}: blind_robust carries shared sums only (the server may not read the sum)")
@@ -213,7 +203,7 @@ class BlindRobust(MaskedRobust):
         if len(senders) < 2:
             raise InvalidInputError(f"{call.tag!r}: a blind sum needs at least two clients")
         if not self.judges(len(senders)):
-            return self.blind.run_shared_sum(call, {p: inputs[p] for p in senders})
+            return self.inner.run_shared_sum(call, {p: inputs[p] for p in senders})
         inputs = {p: self.as_masked(inputs[p]) for p in senders}
         length = int(next(iter(inputs.values())).numel())
         judged = self.judge_call(call, senders, inputs, length=length, tail=0, weighted=False)
@@ -222,9 +212,9 @@ class BlindRobust(MaskedRobust):
         session = call.transport.session
         blinds = {p: blinding_seed(k, session=session, round=call.round, tag=call.tag, client=p)
                   for p in kept if (k := held_key(call, p)) is not None}
-        agg = self.blind._run(call, call.server, {p: inputs[p] for p in kept}, blinds=blinds)
+        agg = self.inner._run(call, call.server, {p: inputs[p] for p in kept}, blinds=blinds)
         assert agg.ring_total is not None
-        result = BlindedResult(len(kept), self.blind.settings.ring_bits(len(kept)), agg.contributors,
+        result = BlindedResult(len(kept), self.inner.settings.ring_bits(len(kept)), agg.contributors,
                                agg.ring_total).encode()
 
         # --- the key holder: check the sketch-sum request, seal the release to every client

@@ -229,12 +229,14 @@ class MaskedRobust(Mechanism):
     #: Form of the key holder's coefficients to the server: an aggregate's by-product here (the
     #: server reads the kept sum anyway); bookkeeping under ``blind_robust``, where it reads no sum.
     coefficient_form: ClassVar[Form] = Form.AGGREGATE
+    #: The masked sum over the kept clients (``blind_robust``: ``blind_sum``).
+    inner_class: ClassVar[type[SecureSum]] = SecureSum
 
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
         self.preset: CKKSPreset = resolve_preset(self.params)
         self.keys = CKKSKeySetup(self.preset, key_holder=self.params["key_holder"])
-        self.inner = SecureSum(**dict(self.params["inner_params"]))
+        self.inner = self.inner_class(**dict(self.params["inner_params"]))
 
     @classmethod
     def validate_params(cls, params: Mapping[str, Any]) -> list[str]:
