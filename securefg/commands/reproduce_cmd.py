@@ -160,14 +160,17 @@ def run_logged(args: argparse.Namespace, cells: list[Any], out: str, ledger: Any
     return counts
 
 
-def print_dry_run(cells: list[Any], out: str, ledger: Any, ledger_path: Path | None) -> None:
-    """One line per cell: finished here, recorded in the ledger (not rerun), or to run."""
-    from securefg.reproduce.cell_runner import finished_result
+def print_dry_run(cells: list[Any], out: str, ledger: Any, ledger_path: Path | None, overrides: Any = None) -> None:
+    """One line per cell: finished here, recorded in the ledger (not rerun), to run, or to run
+    again (stale, as the run itself would judge it)."""
+    from securefg.reproduce.cell_runner import finished_result, preset_change
 
     for cell in cells:
         here = (cell.folder(out) / "result.json").is_file()
         done = finished_result(cell, out, ledger)
-        state = (f"finished ({cell.folder(out)})" if here else
+        stale = None if done is None else preset_change(cell, done, overrides)
+        state = (f"to run again: {stale} ({cell.folder(out)})" if stale is not None else
+                 f"finished ({cell.folder(out)})" if here else
                  f"recorded in {ledger_path}, not rerun" if done else f"to run ({cell.folder(out)})")
         print(f"{cell}: {state}")
 
@@ -215,7 +218,7 @@ def run_table(args: argparse.Namespace) -> int:
     note = (f"**Quick run**: at most {overrides.rounds} rounds and one seed, to show the machinery; these figures are not comparable "
             "to the paper's." if overrides is not None else "")
     if args.dry_run:
-        print_dry_run(cells, out, ledger, ledger_path)
+        print_dry_run(cells, out, ledger, ledger_path, overrides)
         return 0
     if not args.report_only:
         counts = run_logged(args, cells, out, ledger, ledger_path, overrides=overrides)

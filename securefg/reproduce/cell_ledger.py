@@ -30,6 +30,11 @@ KEPT_KEYS = ("method", "seed", "device", "wall_seconds", "protocol", "bytes_tota
              "rounds_run", "data_seed")
 
 
+#: The training values a record keeps from its run's config: without them a record could not show
+#: that it ran at the local epochs its setting fixes, and it would run again once its folder is gone.
+TRAIN_KEYS = ("lr", "weight_decay", "local_epochs")
+
+
 def cell_key(setting: str, method: str, seed: int) -> str:
     """The record's key: ``"<setting>/<method>/seed<k>"`` (the run folder's relative path)."""
     return f"{setting}/{method}/seed{seed}"
@@ -46,6 +51,9 @@ def compact_record(setting: str, result: Mapping[str, Any], *, source: str, key:
     rec["config"] = {"dataset": config.get("dataset")}
     if isinstance(config.get("options"), Mapping):  # the column's options: a changed column reruns its cells
         rec["config"]["options"] = dict(config["options"])
+    for k in TRAIN_KEYS:  # what the run trained with: a setting that fixes one (FED-PUB's E) checks the record
+        if config.get(k) is not None:
+            rec["config"][k] = config[k]
     rec["metrics"] = {k: _finite(metrics[k]) for k in KEPT_METRICS if k in metrics}
     preset = result.get("preset")
     if isinstance(preset, Mapping):  # what the preset set: a later study that changes it makes the cell stale

@@ -270,3 +270,19 @@ def test_the_fedpub_table_runs_every_row_at_the_papers_local_epochs_and_an_older
     assert "the setting fixes 3" in (cell_runner.preset_change(cell, ran_at_default) or "")
     ran_at_three = {"preset": {"enabled": True, "table": None, "applied": {}}, "config": {"options": {}, "local_epochs": 3}}
     assert cell_runner.preset_change(cell, ran_at_three) is None
+
+
+def test_a_ledger_record_keeps_the_local_epochs_so_its_cell_is_not_rerun_once_the_folder_is_gone(tmp_path: Path) -> None:
+    """The record is all that is left on a fresh checkout: it must show the E it ran at."""
+    paper, _ = FEDPUB.paper()
+    (cell,) = plan(FEDPUB, paper, settings=["Computers 5"], rows=["FedAvg"], stacks=["plaintext"], seeds=[42])
+    ledger = CellLedger(tmp_path / "cells.json")
+    result = {"method": "fedavg", "seed": 42, "protocol": "plaintext", "metrics": {"test_acc": 0.86},
+              "preset": {"enabled": True, "table": None, "applied": {}},
+              "config": {"dataset": "Computers", "options": {}, "local_epochs": 3, "lr": 0.01}}
+    ledger.record("Computers 5", result, source="test", column=cell.method.key)
+    rec = CellLedger(tmp_path / "cells.json").get("Computers 5", cell.method.key, 42, method="fedavg")
+    assert rec is not None and rec["config"]["local_epochs"] == 3 and rec["config"]["lr"] == 0.01
+    assert cell_runner.preset_change(cell, rec) is None
+    rec["config"].pop("local_epochs")  # a record from before: it cannot show its E, so the cell runs again
+    assert "the setting fixes 3" in (cell_runner.preset_change(cell, rec) or "")
