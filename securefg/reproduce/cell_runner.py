@@ -63,7 +63,7 @@ def finished_result(cell: Cell, out_root: str | Path, ledger: CellLedger | None 
     if got != want:
         raise InvalidInputError(f"{path} holds the run {got}, not the cell {want}; delete it or choose another --out")
     protocol = cell.method.protocol
-    if protocol is not None and res.get("protocol") != protocol:
+    if protocol is not None and "protocol" in res and res["protocol"] != protocol:  # a result naming none cannot be checked
         raise InvalidInputError(f"{path} ran under the stack {res.get('protocol')!r}, not the cell's {protocol!r}; "
                                 "delete it or choose another --out")
     if ledger is not None:  # the folder is this machine's run of the cell: its record wins over an older one

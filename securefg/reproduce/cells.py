@@ -70,9 +70,10 @@ class MethodSpec:
         variant (str): Distinguishes two columns of one method (``"hop2vec"``). (default: ``""``)
         options (tuple): ``--option`` pairs every run of this column gets.
         row (str): The paper's row label this column reproduces (default: ``label``).
-        pinned (str): The stack a ``"protected"`` column runs instead of the method's default
-            (a paper's baseline keeps the stack its column was measured under when the method's
-            default moves on; the column's key stays ``<name>@protected``). (default: ``""``)
+        pinned (str): The stack a ``"protected"`` (or default-stack) column runs instead of the
+            method's default (a paper's column keeps the stack it was measured under when the
+            method's default moves on; the column's key stays ``<name>@protected``, or the bare
+            name). (default: ``""``)
     """
 
     name: str
@@ -97,7 +98,7 @@ class MethodSpec:
     @property
     def protocol(self) -> str | None:
         """``--protocol``: ``None`` for the default stack."""
-        if self.stack == PROTECTED and self.pinned:
+        if self.stack in (None, PROTECTED) and self.pinned:
             return self.pinned
         return None if self.stack in (None, PROTECTED) else self.stack
 

@@ -116,7 +116,8 @@ def _write(root: Path, cell: Cell, auc: float) -> None:
     folder = cell.folder(root)
     folder.mkdir(parents=True)
     res = {"method": cell.method.name, "seed": cell.seed, "device": "cpu", "wall_seconds": 3.0,
-           "config": {"dataset": cell.setting.dataset}, "metrics": {"test_auc": auc}}
+           "config": {"dataset": cell.setting.dataset}, "metrics": {"test_auc": auc},
+           **({"protocol": cell.method.protocol} if cell.method.protocol else {})}  # as a run records it
     (folder / "result.json").write_text(json.dumps(res))
 
 
@@ -143,3 +144,13 @@ def test_cli_dry_run_lists_the_quick_cells(tmp_path: Path, capsys: pytest.Captur
     assert len(lines) == 8 and lines[2].startswith("MUTAG / FedAvg / seed 0: finished")
     assert all(": to run" in x for i, x in enumerate(lines) if i != 2)
     assert main(["reproduce", "cefgc", "--datasets", "CORA", "--dry-run"]) == 2
+
+
+def test_the_papers_cefgc_columns_run_the_papers_stack_without_the_screen_whatever_the_defaults() -> None:
+    """CeFGC's defaults moved (cefgc_robust, the receiver screen); the table reproduces the paper."""
+    cells = plan(settings=["MUTAG"], methods=["cefgc", "cefgc_star", "cefgc_plus"], seeds=[0])
+    by = {c.method.name: c for c in cells}
+    assert by["cefgc"].method.protocol == by["cefgc_star"].method.protocol == "cefgc"
+    assert by["cefgc_plus"].method.protocol is None  # its default, cefgc_plus, did not move
+    assert all(dict(c.method.options)["screen_generators"] is False for c in cells)
+    assert [c.method.key for c in cells] == ["cefgc", "cefgc_star", "cefgc_plus"]  # the ledger's keys stay
