@@ -20,10 +20,11 @@ clients' inputs are scaled or sign-flipped between their honest computation and 
 last-round test accuracy as they score the received θ with their own Ā rows and S, and the
 automatic bound is :data:`GRADIENT_CLIP` (see there).
 
-CeFGC (all four variants) uploads trained GIN *weights* once, to ``cefgc/weights``: a malicious
-client sends :math:`W_0 + f\,(W - W_0)` (its update from the broadcast initialisation, scaled or
-flipped). ``clip_norm`` is reported as not composable there (a norm bound on full weights bounds
-the model, not the update); ``trimmed_mean`` composes only with a plaintext aggregate.
+CeFGC (all four variants) uploads its GIN's change from W0 once, to ``cefgc/weights``: a malicious
+client trains, then sends :math:`f\,(W - W_0)` (its change from the broadcast initialisation,
+scaled or flipped). ``clip_norm``'s automatic bound there is the largest honest change of the
+clean run (each client reports its upload's norm); ``trimmed_mean`` composes only with a
+plaintext aggregate.
 """
 
 from __future__ import annotations
@@ -238,12 +239,9 @@ class UpdatePoisoning(Attack):
         binding = ctx.stack.binding_for(tag)
         from securefg.protocol.mechanism import mechanism_class
 
-        if defence == "clip_norm" and tag == WEIGHT_UPLOADS:
-            return {"defence": defence, "composable": False,
-                    "reason": f"{tag!r} carries full trained weights, not updates: a norm bound there bounds "
-                              "the model itself, not a client's influence"}
         if defence == "clip_norm":
-            clip = float(self.params["clip"]) or (GRADIENT_CLIP if tag != UPDATE_TAG else self._auto_clip(ctx))
+            clip = float(self.params["clip"]) or (GRADIENT_CLIP if tag not in (UPDATE_TAG, WEIGHT_UPLOADS) else
+                                                  self._auto_clip(ctx) if tag == UPDATE_TAG else _largest_change(ctx))
             path = derived_stack(ctx.stack, tag, label="clip_norm", out_dir=ctx.workdir,
                                  add_transforms=({"name": "clip_norm", "clip": clip},))
             extra: dict[str, Any] = {"clip": clip}
@@ -282,3 +280,12 @@ class UpdatePoisoning(Attack):
         epochs = int(cfg.get("local_epochs") or 1)
         return lr * math.sqrt(params) * epochs
 
+
+def _largest_change(ctx: AuditContext) -> float:
+    """CeFGC's automatic bound: the largest honest change from W0 in the clean run (each client
+    reports its upload's norm), so the bound clips no honest client and a boosted one to it."""
+    reports = [ctx.truth.parties[c].state.get("report") or {} for c in ctx.adversary.targets if c in ctx.truth.parties]
+    norms = [float(r["upload_norm"]) for r in reports if "upload_norm" in r]
+    if not norms:
+        raise RuntimeError("the clean CeFGC run's honest clients report no upload norm (state['report']['upload_norm'])")
+    return max(norms)

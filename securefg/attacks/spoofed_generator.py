@@ -99,6 +99,8 @@ class SpoofedGenerator(Attack):
         if screened:
             details["screened_out"] = _screened_out(rerun, adv.targets)
             details["screened_out_clean"] = _screened_out(dict(ctx.truth.result), adv.targets)
+            details["screen_excess"] = _excess(rerun, adv.targets)
+            details["screen_excess_clean"] = _excess(dict(ctx.truth.result), adv.targets)
         return AttackOutcome(value=clean - spoofed, chance=self.chance, details=details,
                              note=("receivers screened relayed generators against their own class statistics"
                                    if screened else "relayed generators are trusted by their receivers "
@@ -109,6 +111,17 @@ def _screened_out(result: dict[str, Any], honest: tuple[str, ...]) -> int:
     """Units the honest receivers' screens dropped (from the method's report in the result)."""
     clients = (result.get("cefgc") or {}).get("clients", {})
     return sum(1 for c in honest for v in clients.get(c, {}).get("screen", []) if not v["kept"])
+
+
+def _excess(result: dict[str, Any], honest: tuple[str, ...]) -> dict[str, list[float]]:
+    """Per honest receiver, the alignment screen's ``excess`` of each sender it judged (sender order)."""
+    clients = (result.get("cefgc") or {}).get("clients", {})
+    out: dict[str, list[float]] = {}
+    for c in honest:
+        per = {int(v["sender"]): float(v["excess"]) for v in clients.get(c, {}).get("screen", [])
+               if v.get("excess") is not None and v["excess"] == v["excess"]}
+        out[c] = [round(per[s], 4) for s in sorted(per)]
+    return out
 
 
 def _local(result: dict[str, Any], honest: tuple[str, ...], key: str) -> float:

@@ -2,7 +2,7 @@
 
 Methods that average models send, per round, a *reference* model (``fedavg/model``, CeFGC's
 ``cefgc/init``) and take an ``aggregate`` of per-client vectors (``fedavg/update``: weights after
-minus before local training; ``cefgc/weights``: the trained weights themselves). The exchange
+minus before local training; ``cefgc/weights``: trained weights minus W0). The exchange
 flattens each client's tensors, multiplies by its public weight and appends the weight, so a
 plaintext upload reveals ``(w_k * x_k, w_k)`` and the layout (names, shapes) is the public
 architecture, read from the reference model's own payload.
@@ -69,7 +69,7 @@ class UpdateProfile:
 
 PROFILES = (
     UpdateProfile("fedavg/model", "fedavg/update", True),
-    UpdateProfile("cefgc/init", "cefgc/weights", False),
+    UpdateProfile("cefgc/init", "cefgc/weights", True),
     UpdateProfile("fedstruct/model", "fedstruct/update", True, model_key="", gradient=True,
                   not_model=frozenset({"num_labeled", "nsf_grad"}), head="f.", weighted=False),
     UpdateProfile("fedpub/model", "fedpub/weights", False, model_key="", weighted=False, initial_only=True),

@@ -47,6 +47,10 @@ def register(sub: Any) -> None:
     p.add_argument("--render-only", action="store_true",
                    help="run nothing: write the page from the cells and curves already finished in --out "
                         "(missing or outdated cells are listed as not run)")
+    p.add_argument("--restore-from", default=None, metavar="JSON",
+                   help="first seed --out with the finished cells and curve points of a written matrix JSON (e.g. "
+                        "docs/privacy-matrix.json), so a fresh checkout reruns only what changed and renders the "
+                        "whole page; a restored cell whose run, stack or threat model changed still reruns")
     p.add_argument("--data-root", default=None, metavar="DIR", help="datasets folder (default: $SECUREFG_DATA)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     p.set_defaults(func=run)

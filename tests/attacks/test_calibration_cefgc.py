@@ -153,8 +153,10 @@ def test_the_ledger_shows_clients_opening_sealed_generators_the_server_only_forw
     assert weights.clear_readers == () and weights.opened_by == weights.aggregate_only == ("server",)
 
 
-def test_a_sign_flipping_client_poisons_cefgc_weights_and_only_trimmed_mean_over_plaintext_defends(
+def test_a_sign_flipping_client_poisons_cefgc_weights_and_the_bound_on_its_change_or_the_norm_filter_defends(
         graph_task, cache, tmp_path):
+    """CeFGC uploads the change from W0, so a norm bound (clip_norm at the largest honest change)
+    or the key holder's norm filter (cefgc_robust) sees the boost; trimmed mean needs plaintext."""
     opts = {**FAST, "generator_cache": cache, "gnn_epochs": 150, "gnn_patience": 0}  # a clean GIN worth damaging
 
     def rerun(stack: str) -> Any:
@@ -167,17 +169,19 @@ def test_a_sign_flipping_client_poisons_cefgc_weights_and_only_trimmed_mean_over
                                                     "defences": ["clip_norm", "trimmed_mean"], "trim": 0.34}},
                 behaviour="malicious")
     results = {}
-    for stack in ("plaintext", "cefgc"):
+    for stack in ("plaintext", "cefgc", "cefgc_robust"):
         truth = run_method(graph_task, "cefgc", stack, rounds=1, lr=1e-3, weight_decay=5e-4, options=opts)
         results[stack] = play(tm, truth, graph_task, rerun=rerun(stack), workdir=tmp_path)["update_poisoning"]
-    plain, sealed = results["plaintext"], results["cefgc"]
-    assert plain.status == "ran" and sealed.status == "ran", (plain.reason, sealed.reason)
-    for r in (plain, sealed):  # SecAgg+ hides the flipped weights as well as any others
+    plain, sealed, robust = results["plaintext"], results["cefgc"], results["cefgc_robust"]
+    assert all(r.status == "ran" for r in results.values()), [r.reason for r in results.values()]
+    for r in (plain, sealed):  # SecAgg+ hides the flipped change as well as any other
         assert r.outcome.details["clean_accuracy"] >= 0.75, r.outcome.details
         assert r.outcome.value >= 0.2, r.outcome.details
+    assert robust.outcome.value <= 0.05, robust.outcome.details  # the key holder drops the boosted change
     pd = {d["defence"]: d for d in plain.outcome.details["defences"]}
     sd = {d["defence"]: d for d in sealed.outcome.details["defences"]}
-    assert not pd["clip_norm"]["composable"] and "full trained weights" in pd["clip_norm"]["reason"]
+    for d in (pd, sd):  # a bound on the change composes with any sum
+        assert d["clip_norm"]["composable"] and d["clip_norm"]["accuracy_drop"] < plain.outcome.value / 2, d["clip_norm"]
     assert not sd["trimmed_mean"]["composable"] and "hides individual" in sd["trimmed_mean"]["reason"]
     assert pd["trimmed_mean"]["composable"]
     assert pd["trimmed_mean"]["accuracy_drop"] < plain.outcome.value / 2, pd["trimmed_mean"]

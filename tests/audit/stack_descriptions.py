@@ -113,8 +113,14 @@ DESCRIBED: dict[str, dict[str, Described]] = {
         "cefgc/model": d(C, "the server routes and CSPRNG-shuffles boxes it cannot open and forwards each client "
                             "the other clients' packages", "the recipients read the generators"),
         "cefgc/init": d(C, "R2 also carries the GIN initialisation W0 in the clear (public by design)."),
-        "cefgc/weights": d(S, "the trained GIN weights go through SecAgg+ (secure_sum): the server learns only "
-                              "their mean."),
+        "cefgc/weights": d(S, "the trained GIN weights' changes from W0 go through SecAgg+ (secure_sum): the server "
+                              "learns only their mean"),
+    },
+    "cefgc_robust": {
+        "cefgc/model": d(C, "the server routes and CSPRNG-shuffles boxes it cannot open", "the recipients read the generators"),
+        "cefgc/init": d(C, "W0 is broadcast in the clear (public by design)"),
+        "cefgc/weights": d(K, "The server learns the kept clients' mean and which clients were dropped; the key holder "
+                              "learns the pseudonymous sketches' norms and pairwise distances."),
     },
     "cefgc_plus": {
         "cefgc/model": d(C, "(each client holds the secret key and decrypts)"),

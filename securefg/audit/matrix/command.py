@@ -45,10 +45,54 @@ def command_text(args: argparse.Namespace) -> str:
     return " ".join(parts)
 
 
+def restore_cells(doc_path: Path, out: Path) -> tuple[int, int]:
+    """Seed ``out`` with the finished cells and curve points of a written matrix JSON, so a
+    fresh checkout can rerun one method and render the whole page; ``(cells, points)`` written.
+
+    A cell or point already in ``out`` is left as it is. A restored cell is reused only while its
+    recorded inputs (run, stack content, threat model) match today's, as any finished cell.
+
+    Raises:
+        InvalidInputError: The file is missing or is not a matrix JSON.
+    """
+    import json
+
+    from securefg.errors import InvalidInputError
+
+    try:
+        doc = json.loads(doc_path.read_text(encoding="utf-8"))
+        rows, curves = list(doc["rows"]), list(doc["curves"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InvalidInputError(f"--restore-from {doc_path}: not a readable privacy matrix JSON ({exc})") from None
+    cells_written = points_written = 0
+    for row in rows:
+        if not isinstance(row, dict) or "cell" not in row or "inputs" not in row:
+            raise InvalidInputError(f"--restore-from {doc_path}: a row without its cell key and inputs")
+        done = out / "cells" / str(row["cell"]) / "cell.json"
+        if not done.exists():
+            done.parent.mkdir(parents=True, exist_ok=True)
+            done.write_text(json.dumps(row, indent=1, default=str))
+            cells_written += 1
+    for curve in curves:
+        folder = out / "curves" / f"{curve['cell']}__{'+'.join(t.replace('/', '-') for t in curve['tags'])}"
+        for point in curve["points"]:
+            if point.get("value") is None:  # the no-DP point is the cell's own row
+                continue
+            done = folder / f"point_{float(point['value']):g}.json"
+            if not done.exists():
+                done.parent.mkdir(parents=True, exist_ok=True)
+                done.write_text(json.dumps(point, indent=1, default=str))
+                points_written += 1
+    return cells_written, points_written
+
+
 def run_matrix(args: argparse.Namespace) -> int:
     """Run the matrix described by the CLI arguments; return the exit code."""
     out = Path(args.out or ("runs/privacy_matrix_quick" if args.quick else "runs/privacy_matrix"))
     page = Path(args.page) if args.page else (out / "privacy-matrix.md" if args.quick else Path("docs/privacy-matrix.md"))
+    if getattr(args, "restore_from", None):
+        n_cells, n_points = restore_cells(Path(args.restore_from), out)
+        print(f"restored {n_cells} cells and {n_points} curve points from {args.restore_from} into {out}", flush=True)
     todo = plan_cells(args)
     t0 = time.perf_counter()
     rows: list[dict[str, Any]] = []

@@ -224,6 +224,19 @@ def allocation(units: int, total: int) -> list[int]:
     return [base + (1 if i < extra else 0) for i in range(units)]
 
 
+def sampling_units(generators: Sequence[Generator]) -> list[tuple[int, Generator, int | None, int, int]]:
+    """``(model position, generator, condition, label, table row)`` of every sampling unit: one per
+    CeFGC model, one per class with a non-empty size distribution for a CeFGC* model."""
+    units: list[tuple[int, Generator, int | None, int, int]] = []
+    for i, g in enumerate(generators):
+        m = g.model
+        if m.num_classes is None:
+            units.append((i, g, None, -1 if m.class_label is None else m.class_label, 0))
+        else:
+            units.extend((i, g, k, k, k) for k in range(m.num_classes) if int(m.node_count_hist[k].sum()) > 0)
+    return units
+
+
 def synthesize(
     generators: Sequence[Generator],
     *,
@@ -241,22 +254,14 @@ def synthesize(
         InvalidInputError: a generator has no node-feature table.
 
     Returns:
-        (graphs with node features from the generator's table, one ``{"class", "graphs"}``
-        record per unit).
+        (graphs with node features from the generator's table, one ``{"class", "graphs", "model"}``
+        record per unit; ``model``: the generator's position in ``generators``).
     """
-    units: list[tuple[Generator, int | None, int, int]] = []  # generator, condition, label, table row
-    for g in generators:
-        m = g.model
-        if m.num_classes is None:
-            units.append((g, None, -1 if m.class_label is None else m.class_label, 0))
-        else:
-            for k in range(m.num_classes):
-                if int(m.node_count_hist[k].sum()) > 0:
-                    units.append((g, k, k, k))
+    units = sampling_units(generators)
     out: list[Data] = []
     records = []
-    for u, ((g, cond, label, row), count) in enumerate(zip(units, allocation(len(units), total), strict=True)):
-        records.append({"class": label, "graphs": count})
+    for u, ((i, g, cond, label, row), count) in enumerate(zip(units, allocation(len(units), total), strict=True)):
+        records.append({"class": label, "graphs": count, "model": i})
         if count == 0:
             continue
         if g.features is None:
@@ -267,5 +272,5 @@ def synthesize(
     return out, records
 
 
-__all__ = ["DPSettings", "PhaseOneReport", "allocation", "choose_sampling", "fit_feature_tables", "set_sampling", "synthesize",
-           "train_generators", "training_sets"]
+__all__ = ["DPSettings", "PhaseOneReport", "allocation", "choose_sampling", "fit_feature_tables", "sampling_units", "set_sampling",
+           "synthesize", "train_generators", "training_sets"]

@@ -78,6 +78,7 @@ from securefg.methods.cefgc.generator_cache import GeneratorCache, cache_key
 from securefg.methods.cefgc.generators import (
     DPSettings,
     fit_feature_tables,
+    sampling_units,
     set_sampling,
     synthesize,
     train_generators,
@@ -85,6 +86,7 @@ from securefg.methods.cefgc.generators import (
 )
 from securefg.methods.cefgc.package import (
     Architecture,
+    Generator,
     canonical_order,
     dense_params,
     pack_dense,
@@ -108,7 +110,9 @@ TAG_SIMILARITY = "cefgc/similarity"
 TAG_INIT = "cefgc/init"
 """R2 (broadcast): the GIN initialisation W0."""
 TAG_WEIGHTS = "cefgc/weights"
-"""R3 (aggregate): each client's trained GIN weights; the server learns only their mean."""
+"""R3 (aggregate): each client's change of the GIN weights from W0 (trained minus W0); the server
+learns only their mean and adds W0 back. Uploading the change, not the weights (the same mean),
+lets a norm rule see a boosted model: the weights' norm is dominated by the public W0."""
 ACTION_PHASE1 = "cefgc/phase1"
 """Client action: phase 1 (train or load the generators, offline) and the R1 inputs (package, similarity vector)."""
 ACTION_TRAIN = "cefgc/train"
@@ -122,6 +126,8 @@ TUNE_SEED_OFFSET = 500_009
 TIMING_KEYS = ("diffusion_training", "sampler_tuning", "sampling", "protocol", "gnn_training")
 #: Offsets the sender's DP feature-table noise from its other draws (same client seed).
 TABLE_SEED_OFFSET = 700_001
+#: Offsets the receiver's screening draws from its own generators (same client seed).
+SCREEN_SEED_OFFSET = 900_007
 
 
 def _option_number(o: Mapping[str, Any], name: str, kind: type[int | float]) -> float:
@@ -135,7 +141,7 @@ def _option_number(o: Mapping[str, Any], name: str, kind: type[int | float]) -> 
 def check_options(o: Mapping[str, Any]) -> None:
     """Refuse option values that would train, sample or cache nothing useful, before phase 1 starts."""
     at_least = {"diffusion_epochs": 1, "diffusion_batch": 1, "diffusion_patience": 0, "max_nodes": 2,
-                "tune_samples": 1, "gnn_epochs": 1, "gnn_patience": 0}  # patience 0: no early stop
+                "tune_samples": 1, "gnn_epochs": 1, "gnn_patience": 0, "screen_samples": 0}  # patience 0: no early stop
     for name, low in at_least.items():
         if _option_number(o, name, int) < low:
             raise ConfigError(f"option {name} must be >= {low}, got {o[name]!r}")
@@ -156,6 +162,16 @@ def check_options(o: Mapping[str, Any]) -> None:
                               "turn it off with dp_epsilon > 0 (or set dp_epsilon=0)")
     if _option_number(o, "mix_peers", int) < 1:
         raise ConfigError(f"option mix_peers must be >= 1 (1 = the paper's pairs), got {o['mix_peers']!r}")
+    from securefg.methods.cefgc.generator_screen import RULES
+
+    if str(o["screen_rule"]) not in RULES:
+        raise ConfigError(f"option screen_rule must be one of {', '.join(RULES)}, got {o['screen_rule']!r}")
+    if str(o["screen_reference"]) not in ("generators", "graphs"):
+        raise ConfigError(f"option screen_reference must be generators or graphs, got {o['screen_reference']!r}")
+    for name in ("screen_margin", "screen_tolerance"):
+        v = _option_number(o, name, float)
+        if not (math.isfinite(v) and v >= 0):
+            raise ConfigError(f"option {name} must be finite and >= 0, got {o[name]!r}")
     ratio = _option_number(o, "synthetic_ratio", float)
     if not (math.isfinite(ratio) and ratio >= 0):
         raise ConfigError(f"option synthetic_ratio must be finite and >= 0, got {o['synthetic_ratio']!r}")
@@ -204,10 +220,21 @@ class CeFGC(Method):
         mix_peers (int): + variants: each package is averaged with at least this many similar
             peers; 1 is the paper's pair average, which lets a client recover its partner as
             ``2 * avg - own`` (:mod:`.pairing`). (default: ``2``)
-        screen_generators (bool): Receivers drop received units whose synthetic graphs sit
-            closer to another of their own classes than to the declared one
-            (:mod:`.generator_screen`; the defence against spoofed generators). (default: ``False``)
-        screen_margin (float): The screen's distance ratio. (default: ``1.0``)
+        screen_generators (bool): Receivers screen received units against their own graphs' class
+            statistics and drop those that do not fit their declared class (:mod:`.generator_screen`;
+            the defence against spoofed generators; on by default since it dropped no honest unit
+            on MUTAG seeds 0-2, docs/robust.md). (default: ``True``)
+        screen_rule (str): ``"alignment"``: drop the units of a sender whose labels a relabelling
+            among its own classes fits better; ``"nearest"``: drop a unit nearer another own class
+            than its declared one. (default: ``"alignment"``)
+        screen_reference (str): What the screen compares received units with: ``"generators"``,
+            graphs from the receiver's own generators (like for like: synthetic graphs share an
+            offset from real ones); ``"graphs"``, its own training graphs. (default: ``"generators"``)
+        screen_samples (int): Graphs the screen draws per received unit (and per own class) to
+            judge it, apart from the training draws; 0 judges the training draws. (default: ``0``)
+        screen_margin (float): ``"nearest"``'s distance ratio. (default: ``1.0``)
+        screen_tolerance (float): ``"alignment"`` drops when the best relabelling gains more than
+            this share of what a clean relabelling would (0.5: the midpoint). (default: ``0.5``)
         feature_model (str): How receivers give synthetic nodes their categories (§6.1 item 2):
             ``"degree"`` draws each node from the sender's ``P(f | degree, class)``;
             ``"pairwise"`` also ships the category pairs at edge ends and refines the draw by
@@ -220,7 +247,7 @@ class CeFGC(Method):
     TAGS: ClassVar[dict[str, ExchangeKind]] = {
         TAG_MODEL: ExchangeKind.RELAY, TAG_INIT: ExchangeKind.BROADCAST, TAG_WEIGHTS: ExchangeKind.AGGREGATE,
     }
-    default_stack = "cefgc"
+    default_stack = "cefgc_robust"  # cefgc.toml + the norm filter on R3 (issue 43: 0.00 points on MUTAG seeds 0-2)
     fixed_rounds = 1
     conditional: bool = False
     mixing: ClassVar[bool] = False
@@ -231,7 +258,8 @@ class CeFGC(Method):
         "tune_sampling": False, "tune_samples": 16, "synthetic_ratio": 1.0, "common_neighbors": False,
         "gnn_epochs": 500, "gnn_patience": 30, "weighting": "uniform", "generator_cache": "", "variant": "",
         "dp_epsilon": 0.0, "dp_delta": 1e-5, "dp_max_grad_norm": 1.0, "mix_peers": 2,
-        "screen_generators": False, "screen_margin": 1.0, "feature_model": "degree",
+        "screen_generators": True, "screen_rule": "alignment", "screen_reference": "generators", "screen_samples": 0,
+        "screen_margin": 1.0, "screen_tolerance": 0.5, "feature_model": "degree",
     }
     ROBUST_TAGS = (TAG_WEIGHTS,)
 
@@ -396,10 +424,11 @@ class CeFGC(Method):
         if self.dense:
             client.state["received_packages"] = received
             usable = self._peers_mean(client, received) if self.mixing else None
-            gens = [g for pkg in (usable or received) for g in unpack_dense_generators(pkg, self.arch)]
+            packages = [unpack_dense_generators(pkg, self.arch) for pkg in (usable or received)]
         else:
-            gens = [g for pkg in received for g in unpack_exact_generators(pkg)]
-        gens = canonical_order(gens)
+            packages = [unpack_exact_generators(pkg) for pkg in received]
+        package_of = {id(g): p for p, gens in enumerate(packages) for g in gens}  # the screen judges per sender
+        gens = canonical_order([g for gens in packages for g in gens])
         models = [g.model for g in gens]
         client.state["received_models"] = models
         local = client.state["data"]["train"]
@@ -407,9 +436,7 @@ class CeFGC(Method):
         t0 = time.perf_counter()
         synthetic, records = synthesize(gens, total=total, seed=self.config.seed * 7919 + k, device=self.config.device)
         if self.options["screen_generators"]:
-            from securefg.methods.cefgc.generator_screen import screen_units
-
-            synthetic, verdicts = screen_units(local, synthetic, records, margin=float(self.options["screen_margin"]))
+            synthetic, verdicts = self._screen(client, gens, package_of, synthetic, records)
             client.state["screen"] = verdicts  # the receiver's own record of what it dropped
             client.state["report"]["screen"] = [v.to_dict() for v in verdicts]
         _tick(client, "sampling", time.perf_counter() - t0)
@@ -432,6 +459,35 @@ class CeFGC(Method):
         _tick(client, "gnn_training", time.perf_counter() - t0)
         client.state["report"]["gnn_epochs"] = epochs
         return state_of(model)
+
+    def _screen(self, client: Party, gens: list[Generator], package_of: Mapping[int, int], synthetic: list[Any],
+                records: list[dict[str, int]]) -> tuple[list[Any], list[Any]]:
+        """The receiver's screen of the received units (:mod:`.generator_screen`): the kept
+        training graphs and one verdict per judged unit.
+
+        ``screen_samples`` > 0 judges every unit on that many graphs of its own, drawn apart from
+        the training draws (a few graphs per unit make a noisy mean); the reference is
+        ``screen_reference``'s, at the same count per class."""
+        from securefg.methods.cefgc.generator_screen import keep_units, screen_units
+
+        o, seed = self.options, self.config.seed * 7919 + client.state["index"] + SCREEN_SEED_OFFSET
+        per_unit = int(o["screen_samples"])
+        if per_unit > 0:
+            judged, judged_records = synthesize(gens, total=per_unit * len(sampling_units(gens)), seed=seed, device=self.config.device)
+        else:
+            judged, judged_records = synthetic, records
+            per_unit = max((int(r["graphs"]) for r in records), default=0)
+        if o["screen_reference"] == "graphs":
+            reference = list(client.state["data"]["train"])
+        else:  # like for like: received graphs share the diffusion models' offset from real ones, and so do the
+            # receiver's own generators, whose labels are true
+            tables = client.state["feature_tables"]
+            own = [Generator(m, tables.get(slot)) for slot, m in sorted(client.state["generators"].items())]
+            reference, _ = synthesize(own, total=per_unit * len(sampling_units(own)), seed=seed + 1, device=self.config.device)
+        senders = [package_of[id(gens[rec["model"]])] for rec in judged_records]
+        _, verdicts = screen_units(reference, judged, judged_records, rule=str(o["screen_rule"]), margin=float(o["screen_margin"]),
+                                   tolerance=float(o["screen_tolerance"]), senders=senders)
+        return keep_units(synthetic, records, verdicts), verdicts
 
     def _peers_mean(self, client: Party, received: list[dict[str, torch.Tensor]]) -> list[dict[str, torch.Tensor]] | None:
         """One group of every client (all mixes equal): the peers' mean ``(K * mix - own) / (K - 1)``.
@@ -481,14 +537,14 @@ class CeFGC(Method):
         protocol = time.perf_counter() - t0
         trained = sorted(srv.ask(ACTION_TRAIN, to=receivers))  # sample, train the GIN, contribute R3
         t0 = time.perf_counter()
+        w0 = state_of(server.state["model"])
         if self.owner_groups is None:
-            mean = srv.aggregate(TAG_WEIGHTS, clients=trained)  # R3
+            change = srv.aggregate(TAG_WEIGHTS, clients=trained)  # R3
         else:  # R3, each head over the clients that trained it; a head nobody trained keeps W0
-            mean = aggregate_owned(srv, TAG_WEIGHTS, self.owner_groups, clients=trained,
-                                   fallback=state_of(server.state["model"]))
+            change = aggregate_owned(srv, TAG_WEIGHTS, self.owner_groups, clients=trained)  # no owner: zero change
         protocol += time.perf_counter() - t0
         _tick(server, "protocol", protocol)
-        self.aggregate_train(server, mean)
+        self.aggregate_train(server, {k: w0[k] + change[k].to(w0[k].dtype) for k in w0})
         return learned
 
     def client_actions(self) -> Mapping[str, ClientAction]:
@@ -508,11 +564,13 @@ class CeFGC(Method):
         party = cli.party
         w0 = cli.received(TAG_INIT, like=state_of(self.make_model()))
         weights = self.handle_bundle(party, cli.relayed(TAG_MODEL), w0)
+        change = {k: v - w0[k].to(v.dtype) for k, v in weights.items()}  # R3 carries the change from W0
+        party.state["report"]["upload_norm"] = float(torch.sqrt(sum((v.double() ** 2).sum() for v in change.values())))
         weight = None if self.options["weighting"] == "uniform" else float(len(party.state["data"]["train"]))
         if self.owner_groups is None:
-            cli.contribute(TAG_WEIGHTS, weights, weight=weight)
+            cli.contribute(TAG_WEIGHTS, change, weight=weight)
         else:
-            contribute_by_owner(cli, TAG_WEIGHTS, weights, self.owner_groups, party.state["owned_heads"], weight=weight)
+            contribute_by_owner(cli, TAG_WEIGHTS, change, self.owner_groups, party.state["owned_heads"], weight=weight)
 
     # ------------------------------------------------------------- measuring
     def measure_client(self, party: Party) -> dict[str, Any]:
