@@ -30,13 +30,14 @@ differ in these statistics, and a sender spoofing *within* a class's statistics 
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
 import torch
+from scipy.optimize import linear_sum_assignment
 from torch_geometric.data import Data
 from torch_geometric.utils import degree
 
@@ -54,8 +55,6 @@ def graph_statistics(g: Data) -> torch.Tensor:
 
 
 RULES = ("alignment", "nearest")
-MAX_ALIGNED_UNITS = 8
-"""Units of one sender the alignment rule permutes exhaustively (8! relabellings); more are refused."""
 
 
 @dataclass(frozen=True)
@@ -197,32 +196,22 @@ def _aligned(ref: _Reference, units: list, points: list[torch.Tensor], who: list
             verdicts[j] = UnitVerdict(declared, len(unit), True, math.nan, -1, math.nan, s)
     for s, idx in by_sender.items():
         labels = [int(units[j][1]["class"]) for j in idx]
-        if len(idx) > MAX_ALIGNED_UNITS:
-            raise ValueError(f"sender {s} has {len(idx)} units of held classes; the alignment screen permutes at most "
-                             f"{MAX_ALIGNED_UNITS}")
-        cost = [[float(((points[j] - ref.centroids[c]) ** 2).sum()) for c in labels] for j in idx]  # unit x label
-
-        def fit(order: tuple[int, ...], cost: list[list[float]] = cost) -> float:
-            return sum(cost[a][b] for a, b in enumerate(order))
-
-        declared_fit = fit(tuple(range(len(idx))))
-        best, best_fit = None, declared_fit
-        for order in itertools.permutations(range(len(idx))):  # relabellings of the sender's declared multiset
-            if any(labels[b] != labels[a] for a, b in enumerate(order)) and fit(order) < best_fit:
-                best, best_fit = order, fit(order)
-        moved = [] if best is None else [a for a, b in enumerate(best) if labels[b] != labels[a]]
+        cost = np.array([[float(((points[j] - ref.centroids[c]) ** 2).sum()) for c in labels] for j in idx])  # unit x label
+        rows, cols = linear_sum_assignment(cost)  # the best relabelling of the sender's declared multiset
+        best = cols[np.argsort(rows)].tolist()
+        declared_fit, best_fit = float(np.trace(cost)), float(cost[np.arange(len(idx)), best].sum())
+        moved = [a for a, b in enumerate(best) if labels[b] != labels[a]] if best_fit < declared_fit else []
         # the gain over what an ideal spoof gains: the moved classes' own centroid distances (1 = a
         # sender whose graphs sit exactly where the relabelling puts them, 0 = as good as declared)
-        spread = sum(float(((ref.centroids[labels[a]] - ref.centroids[labels[best[a]]]) ** 2).sum())
-                     for a in moved) if best is not None else 0.0
+        spread = sum(float(((ref.centroids[labels[a]] - ref.centroids[labels[best[a]]]) ** 2).sum()) for a in moved)
         excess = (declared_fit - best_fit) / spread if moved and spread > 0 else 0.0
         drop = bool(moved) and excess > tolerance
         for a, j in enumerate(idx):
-            now = labels[best[a]] if best is not None and a in moved else -1
-            verdicts[j] = UnitVerdict(labels[a], len(units[j][2]), not (drop and a in moved), math.sqrt(cost[a][a]), now,
-                                      math.sqrt(cost[a][best[a]]) if now >= 0 else math.nan, s, excess)
+            now = labels[best[a]] if a in moved else -1
+            verdicts[j] = UnitVerdict(labels[a], len(units[j][2]), not (drop and a in moved), math.sqrt(cost[a, a]), now,
+                                      math.sqrt(cost[a, best[a]]) if a in moved else math.nan, s, excess)
     assert all(v is not None for v in verdicts)
     return [v for v in verdicts if v is not None]
 
 
-__all__ = ["MAX_ALIGNED_UNITS", "RULES", "UnitVerdict", "graph_statistics", "keep_units", "screen_units"]
+__all__ = ["RULES", "UnitVerdict", "graph_statistics", "keep_units", "screen_units"]

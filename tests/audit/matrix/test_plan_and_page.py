@@ -144,3 +144,28 @@ def test_render_only_runs_nothing_and_lists_every_unfinished_cell(tmp_path: Path
     assert "## Cells not in this page" in text
     assert text.count("* `securefg audit --threat-model") == len(cells(FULL))
     assert not (tmp_path / "empty" / "cells").exists()
+
+
+def test_restore_from_a_written_matrix_seeds_cells_and_curve_points_once(tmp_path: Path) -> None:
+    import json
+
+    from securefg.audit.matrix.command import restore_cells
+    from securefg.errors import InvalidInputError
+
+    row = {"cell": "fedpub__curious_server", "inputs": {"stack": "fedpub_ckks"}, "verdict": "pass"}
+    curve = {"cell": "fedpub__curious_server", "tags": ["fedpub/embedding"],
+             "points": [{"value": None, "accuracy": 0.8}, {"value": 2.0, "accuracy": 0.7}]}
+    doc = tmp_path / "privacy-matrix.json"
+    doc.write_text(json.dumps({"rows": [row], "curves": [curve]}))
+    out = tmp_path / "out"
+    assert restore_cells(doc, out) == (1, 1)
+    assert json.loads((out / "cells" / "fedpub__curious_server" / "cell.json").read_text()) == row
+    point = out / "curves" / "fedpub__curious_server__fedpub-embedding" / "point_2.json"
+    assert json.loads(point.read_text())["accuracy"] == 0.7  # the no-DP point is the row itself: not written
+    point.write_text(json.dumps({"value": 2.0, "accuracy": 0.5}))  # a finished point here is kept
+    assert restore_cells(doc, out) == (0, 0) and json.loads(point.read_text())["accuracy"] == 0.5
+    doc.write_text(json.dumps({"rows": [{"verdict": "pass"}], "curves": []}))
+    with pytest.raises(InvalidInputError, match="without its cell key"):
+        restore_cells(doc, out)
+    with pytest.raises(InvalidInputError, match="not a readable privacy matrix JSON"):
+        restore_cells(tmp_path / "missing.json", out)
