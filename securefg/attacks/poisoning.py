@@ -80,6 +80,19 @@ def client_accuracy(parties: Any, honest: tuple[str, ...]) -> float:
     return mean_or_nan(accs)
 
 
+def honest_auc(model: Any, truth: Any, honest: tuple[str, ...]) -> float:
+    """Test ROC-AUC of the final global model on the honest clients' test graphs (mean; graph tasks,
+    NaN otherwise): CeFGC's own metric, reported beside the accuracy drop, which on a few dozen
+    test graphs moves in steps of one graph and at a threshold the one-shot model does not tune."""
+    from securefg.methods.training import evaluate_graphs
+
+    if model is None or getattr(truth.task, "kind", "") == "node":
+        return float("nan")
+    device = next(model.parameters()).device
+    return mean_or_nan([float(evaluate_graphs(model, truth.task.test[truth.index(c)], truth.task.num_classes, device,
+                                              groups=truth.task.label_groups)["auc"]) for c in honest])
+
+
 def honest_accuracy(model: Any, truth: Any, honest: tuple[str, ...]) -> float:
     """Accuracy of the federation's final global model on the honest clients' test data (mean).
 
@@ -200,7 +213,11 @@ class UpdatePoisoning(Attack):
                     "so an accuracy drop would compare constant predictors; run more rounds (FedAvg on Cora "
                     "METIS leaves that plateau after about 60)")
             clean = honest_accuracy(clean_model, ctx.truth, adv.targets)
-        attacked = self._score(ctx.rerun(method=variant))
+        rerun = ctx.rerun(method=variant)
+        attacked = self._score(rerun)
+        if one_shot:  # CeFGC: its own metric beside the accuracy
+            facts.update(clean_auc=honest_auc(ctx.truth.parties["server"].state.get("model"), ctx.truth, adv.targets),
+                         poisoned_auc=honest_auc(final_model(rerun), ctx.truth, adv.targets))
         rows = [self._defended(ctx, d, variant) for d in self.params["defences"]]
         return AttackOutcome(
             value=clean - attacked, chance=self.chance,

@@ -11,10 +11,10 @@ hides who sent it.
 **Metric** (``accuracy_drop``): test accuracy of the final global GIN on the honest clients' test
 graphs (mean), honest run minus spoofed run, same stack and seed; the honest clients' own
 (pre-averaging) models are compared in the details (``local_*``). Defence: receiver-side
-screening (``--option screen_generators=true``, :mod:`securefg.methods.cefgc.generator_screen`):
-each receiver drops units whose synthetic graphs sit closer to another of its own classes than
-to the declared one; the details count the units the honest receivers dropped in the spoofed
-run (``screened_out``). Authenticating packages (which the sealed relay does) stops a *server*
+screening (``screen_generators``, on by default, :mod:`securefg.methods.cefgc.generator_screen`):
+each receiver drops the units of a sender whose declared labels fit its classes worse than a
+relabelling of them; the details count the units the honest receivers dropped in the spoofed
+run (``screened_out``) and in the clean one, and each sender's alignment ``excess``. Authenticating packages (which the sealed relay does) stops a *server*
 from swapping them, not a client from lying.
 """
 
@@ -33,7 +33,7 @@ from securefg.attacks.base import (
 )
 from securefg.attacks.malicious import malicious_method, variant_label
 from securefg.attacks.metrics import mean_or_nan
-from securefg.attacks.poisoning import final_model, honest_accuracy
+from securefg.attacks.poisoning import final_model, honest_accuracy, honest_auc
 
 
 @register_attack
@@ -92,8 +92,13 @@ class SpoofedGenerator(Attack):
         spoofed = honest_accuracy(final_model(rerun), ctx.truth, adv.targets)
         local_clean = _local(dict(ctx.truth.result), adv.targets, key)
         local_spoofed = _local(rerun, adv.targets, key)
-        screened = bool(adv.run.options.get("screen_generators"))
+        from securefg.methods.base import effective_options, method_class
+
+        screened = bool(effective_options(method_class(adv.run.method).option_defaults,
+                                          adv.run.options)["screen_generators"])  # on by default
         details = {"clean_accuracy": clean, "spoofed_accuracy": spoofed, "shift": shift,
+                   "clean_auc": honest_auc(ctx.truth.parties["server"].state.get("model"), ctx.truth, adv.targets),
+                   "spoofed_auc": honest_auc(final_model(rerun), ctx.truth, adv.targets),
                    f"local_{key}_clean": local_clean, f"local_{key}_spoofed": local_spoofed,
                    "screen_generators": screened}
         if screened:

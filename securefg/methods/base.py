@@ -106,7 +106,7 @@ class Method:
             )
         self.task = task
         self.config = config
-        self.options = {**self.option_defaults, **{k: _as_type_of(self.option_defaults[k], k, v) for k, v in config.options.items()}}
+        self.options = effective_options(self.option_defaults, config.options)
         self.generator = torch.Generator().manual_seed(config.seed)
 
     # ------------------------------------------------------------------ to implement
@@ -286,6 +286,12 @@ def available_methods() -> list[str]:
     import securefg.methods.catalog  # noqa: F401
 
     return sorted(_METHODS)
+
+
+def effective_options(defaults: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+    """The options a method runs with: its defaults, overridden by ``given`` (flags parsed from
+    text). An auditor reading a run's options reads these, not only the ones the user gave."""
+    return {**defaults, **{k: _as_type_of(defaults[k], k, v) if k in defaults else v for k, v in given.items()}}
 
 
 def _as_type_of(default: Any, name: str, value: Any) -> Any:

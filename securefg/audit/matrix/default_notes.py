@@ -21,13 +21,12 @@ DEFAULT_NOTES: Mapping[tuple[str, str], str] = {
         "in the row."
     ),
     ("cefgc", "malicious_client"): (
-        "CeFGC's one FedAvg round averages three clients' full GIN weights once. The norm filter on them "
-        "(`--option robust=norm_filter`) leaves the sign flip x10 at 0.150 (seed 0): a full model's norm is "
-        "dominated by the public W0, so a boosted change does not stand out, and with three clients no "
-        "majority rule applies. The spoofed generators are relayed, not aggregated; the "
-        "receiver-side screen (`--option screen_generators=true`) stops them on MUTAG but costs test AUC "
-        "0.971 -> 0.919 (docs/robust.md), so it stays off; a screen by a probe GIN trained on the receiver's "
-        "own graphs dropped 2-6 of 12 honest units per run (seeds 0-2; docs/robust.md) and is not shipped."
+        "The default is `cefgc_robust` with the receiver screen (issue 43): R3 carries each client's GIN change "
+        "from W0 and a key holder drops a change above 3x the median norm, judged on encrypted sketches; each "
+        "receiver drops the units of a sender whose declared labels a relabelling among its own classes fits "
+        "better, judged against graphs from its own generators. MUTAG seeds 0-2: the same test AUC as `cefgc` "
+        "without the screen (docs/robust.md). A change kept within 3x the median norm, a sender declaring a "
+        "single class, and a spoof within a class's statistics pass; the failing attacks are listed in the row."
     ),
 }
 
