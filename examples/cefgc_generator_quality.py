@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
                     data_root=args.data_root, device=args.device, options=options, progress=False)
     cfg, method, stack, _ = build_method(cfg)
     assert isinstance(method, CeFGC)
-    fed = Federation(method.num_clients, stack, seed=cfg.seed)
+    fed = Federation(method.num_clients, stack, seed=cfg.seed, extra_parties=method.extra_parties)  # e.g. the stack's key holder
     method.setup(fed)
     rows: list[dict[str, Any]] = []
     print(f"{args.dataset}, {args.variant}, {args.clients} clients, seed {args.seed}: squared MMD ({args.kernel} kernel), "

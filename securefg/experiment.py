@@ -41,7 +41,7 @@ def resolve_stack(cfg: RunConfig) -> ProtocolStack:
     from securefg.protocol.robust.options import apply_robust_option
 
     mcls = method_class(cfg.method)
-    name = cfg.protocol or mcls.default_stack
+    name = cfg.protocol or mcls.default_stack_for(cfg)
     return apply_robust_option(ProtocolStack.load(name), mcls, cfg.options)
 
 

@@ -146,6 +146,14 @@ def _datasets_for(cfg: Any) -> list[str]:
     return dataset_names(cfg.dataset)
 
 
+def owner_heads(cfg: Any) -> bool:
+    """Whether a graph run averages each dataset's head over its owners only (several datasets,
+    ``heads=dataset``, ``head_average=owners``, the defaults), so its model aggregate must be a sum."""
+    options = cfg.options or {}
+    return (len(_datasets_for(cfg)) > 1 and str(options.get("heads", "dataset")) == "dataset"
+            and str(options.get("head_average", "owners")) == "owners")
+
+
 def _load_graphs(name: str, cfg: Any) -> list[Data]:
     if name.lower() in SYNTHETIC_GRAPH:
         return make_graph_classification(num_graphs=150, num_classes=3, seed=data_seed_of(cfg))

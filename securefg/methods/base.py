@@ -93,6 +93,12 @@ class Method:
     #: Update aggregates ``--option robust=...`` rebinds to ``subgroup_robust`` (none: refused).
     ROBUST_TAGS: ClassVar[tuple[str, ...]] = ()
 
+    @classmethod
+    def default_stack_for(cls, cfg: Any) -> str:
+        """The stack a run without ``--protocol`` uses: :attr:`default_stack`, unless the method
+        knows that the run's data options rule it out (CeFGC on several datasets)."""
+        return cls.default_stack
+
     def __init__(self, task: Task, config: MethodConfig) -> None:
         if task.kind not in self.tasks:
             raise ConfigError(f"method {self.name!r} does not support {task.kind} tasks (supports {sorted(self.tasks)})")

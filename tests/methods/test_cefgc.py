@@ -434,3 +434,17 @@ def test_a_model_the_server_swapped_in_under_the_sealed_relay_is_refused_by_the_
     with pytest.raises(SenderAuthenticationError, match=refused):
         RoundRunner(method, fed, rounds=1, progress=False).run()
     assert "received_models" not in fed.parties["client/1"].state
+
+
+def test_the_default_stack_is_robust_unless_heads_are_averaged_over_their_owners() -> None:
+    """masked_robust returns a judged mean, not the sum owner-only head averaging divides."""
+    from securefg.experiment import resolve_stack
+    from securefg.run_config import RunConfig
+
+    def stack(method: str, dataset: str, **options: str) -> str:
+        return resolve_stack(RunConfig(method=method, dataset=dataset, options=options)).name
+
+    assert stack("cefgc", "MUTAG") == stack("cefgc_star", "PROTEINS") == "cefgc_robust"
+    assert stack("cefgc", "Mix") == stack("cefgc_star", "Social") == "cefgc"  # per-dataset heads, owner averaged
+    assert stack("cefgc", "Mix", head_average="all") == stack("cefgc", "Mix", heads="shared") == "cefgc_robust"
+    assert stack("cefgc_plus", "Mix") == stack("cefgc_plus", "MUTAG") == "cefgc_plus"

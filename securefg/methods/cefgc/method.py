@@ -262,6 +262,16 @@ class CeFGC(Method):
         "screen_margin": 1.0, "screen_tolerance": 0.5, "feature_model": "degree",
     }
     ROBUST_TAGS = (TAG_WEIGHTS,)
+    #: The default for runs whose heads are averaged over their owners only (several datasets,
+    #: ``heads=dataset``, ``head_average=owners``): that average divides a sum by per-head owner
+    #: weights, and ``masked_robust`` returns a judged mean, not a sum, so R3 stays SecAgg+ alone.
+    OWNER_HEADS_STACK: ClassVar[str] = "cefgc"
+
+    @classmethod
+    def default_stack_for(cls, cfg: Any) -> str:
+        from securefg.experiment_data import owner_heads
+
+        return cls.OWNER_HEADS_STACK if cls.default_stack == "cefgc_robust" and owner_heads(cfg) else cls.default_stack
 
     def __init__(self, task: Task, config: MethodConfig) -> None:
         super().__init__(task, config)
