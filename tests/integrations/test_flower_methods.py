@@ -35,6 +35,7 @@ def test_cefgc_under_the_sealed_relay_over_flower_matches_the_in_process_backend
     # phase 1 is offline and cached per client: the Flower clients train and write it, the
     # in-process run loads the same generators
     cfg = RunConfig(method="cefgc", dataset="synthetic-graphs", clients=3, rounds=1, seed=1, progress=False,
+                    protocol="cefgc",  # the sealed relay and SecAgg+ alone: exact (the default adds CKKS sketches)
                     options={**CEFGC_TINY, "generator_cache": str(tmp_path / "generators")})
     work = tmp_path / "w"
     fl = run_flower_experiment(cfg, workdir=work)
