@@ -257,8 +257,7 @@ class UpdatePoisoning(Attack):
         from securefg.protocol.mechanism import mechanism_class
 
         if defence == "clip_norm":
-            clip = float(self.params["clip"]) or (GRADIENT_CLIP if tag not in (UPDATE_TAG, WEIGHT_UPLOADS) else
-                                                  self._auto_clip(ctx) if tag == UPDATE_TAG else _largest_change(ctx))
+            clip = float(self.params["clip"]) or self._default_clip(ctx, tag)
             path = derived_stack(ctx.stack, tag, label="clip_norm", out_dir=ctx.workdir,
                                  add_transforms=({"name": "clip_norm", "clip": clip},))
             extra: dict[str, Any] = {"clip": clip}
@@ -287,6 +286,13 @@ class UpdatePoisoning(Attack):
         attacked = self._score(ctx.rerun(method=variant, protocol=str(path)))
         return {"defence": defence, "composable": True, "stack": path.name, "clean_accuracy": clean,
                 "poisoned_accuracy": attacked, "accuracy_drop": clean - attacked, **extra}
+
+    def _default_clip(self, ctx: AuditContext, tag: str) -> float:
+        """The automatic bound: FedAvg's from its optimiser, CeFGC's the largest honest change,
+        a gradient tag's :data:`GRADIENT_CLIP`."""
+        if tag == UPDATE_TAG:
+            return self._auto_clip(ctx)
+        return _largest_change(ctx) if tag == WEIGHT_UPLOADS else GRADIENT_CLIP
 
     @staticmethod
     def _auto_clip(ctx: AuditContext) -> float:
