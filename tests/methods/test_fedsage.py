@@ -153,6 +153,22 @@ def test_fedsage_alone_sends_no_generator_messages() -> None:
     assert out.summary["best_round"] in (0, 1) and 0.0 <= out.summary["test_acc"] <= 1.0
 
 
+def test_score_on_owners_reads_the_owners_own_test_nodes_and_trains_the_same() -> None:
+    whole = _run("fedsage", rounds=3)[2].summary
+    owners = _run("fedsage", rounds=3, score_on="owners")[2].summary
+    assert whole["scored_on"] == "global_graph" and owners["scored_on"] == "owners"
+    assert owners["best_round"] == whole["best_round"]  # selection by the owners' validation in both
+    assert owners["test_acc"] == owners["local_test_acc"] == whole["local_test_acc"]
+    assert whole["test_acc"] == whole["global_graph_test_acc"] == owners["global_graph_test_acc"]
+    per_owner = [s["global_test_acc"] for s in owners["per_client"].values()]
+    assert owners["test_acc"] == pytest.approx(sum(per_owner) / len(per_owner))
+
+
+def test_unknown_score_on_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="score_on must be one of"):
+        _run("fedsage", rounds=1, score_on="pooled")
+
+
 def test_fewer_than_three_owners_with_the_cross_term_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="clients >= 3 or --option cross_weight=0"):
         _run(task=_task(clients=2), rounds=1)
