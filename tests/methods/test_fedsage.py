@@ -164,6 +164,16 @@ def test_score_on_owners_reads_the_owners_own_test_nodes_and_trains_the_same() -
     assert owners["test_acc"] == pytest.approx(sum(per_owner) / len(per_owner))
 
 
+def test_score_on_trained_reads_the_owners_models_after_local_training_as_fedavg_does() -> None:
+    _, _, out, _ = _run("fedsage", rounds=3, score_on="trained")
+    s, history = out.summary, out.history
+    best = max(history, key=lambda h: h["mean_val"])  # FED-PUB's protocol: the trained models' validation
+    assert s["scored_on"] == "trained" and s["best_round"] == best["round"] and s["best_val"] == best["mean_val"]
+    per_owner = [c["test_acc"] for c in s["per_client"].values()]
+    assert s["test_acc"] == best["mean_test"] == pytest.approx(sum(per_owner) / len(per_owner))
+    assert s["local_test_acc"] == best["mean_global_test"]  # the broadcast model, before the local step
+
+
 def test_unknown_score_on_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="score_on must be one of"):
         _run("fedsage", rounds=1, score_on="pooled")

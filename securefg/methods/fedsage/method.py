@@ -50,8 +50,12 @@ from securefg.models.neighgen import NeighGen
 from securefg.protocol.mechanism import ExchangeKind
 from securefg.protocol.stack import ProtocolStack
 
-#: ``score_on`` values (see :class:`FedSage`).
-SCORE_ON = ("global_graph", "owners")
+#: ``score_on`` value -> (the per-round validation key that picks the round, the test key read there).
+SCORE_ON: dict[str, tuple[str, str]] = {
+    "global_graph": ("mean_global_val", "global_graph_test_acc"),
+    "owners": ("mean_global_val", "mean_global_test"),
+    "trained": ("mean_val", "mean_test"),
+}
 
 
 @register_method
@@ -65,11 +69,13 @@ class FedSage(FedAvg):
         layers (int): GraphSage layers (the paper: 2). (default: ``2``)
         dropout (float): GraphSage dropout. (default: ``0.5``)
         score_on (str): What ``test_acc`` reads: ``"global_graph"`` (the FedSage paper: the
-            broadcast model on the whole graph's test nodes, every cross-owner edge present) or
-            ``"owners"`` (each owner's own test nodes on its own, for FedSage+ mended, graph,
-            mean over owners: how FED-PUB's and FedStruct's tables score every federated row,
-            since no party holds the whole graph). Both are in ``metrics`` either way; the round
-            is chosen by the owners' validation in both. (default: ``"global_graph"``)
+            broadcast model on the whole graph's test nodes, every cross-owner edge present),
+            ``"owners"`` (the broadcast model on each owner's own test nodes, on its own, for
+            FedSage+ mended, graph, mean over owners: FedStruct's table, whose FL GNN is scored
+            so) or ``"trained"`` (each owner's model after that round's local training, on its
+            own test nodes, mean over owners: FED-PUB's protocol, as its table scores FedAvg).
+            The round is the one the same models validate best on the owners' validation nodes;
+            the other readings stay in ``metrics`` at that round. (default: ``"global_graph"``)
     """
 
     name = "fedsage"
@@ -90,7 +96,7 @@ class FedSage(FedAvg):
         super().__init__(task, config)
         check_backbone_options(self.name, self.options, node_task=True)
         if self.options["score_on"] not in SCORE_ON:
-            raise ConfigError(f"{self.name}: score_on must be one of {list(SCORE_ON)}, got {self.options['score_on']!r}")
+            raise ConfigError(f"{self.name}: score_on must be one of {sorted(SCORE_ON)}, got {self.options['score_on']!r}")
         self._broadcast: dict[str, torch.Tensor] | None = None
         self._eval_model: nn.Module | None = None
 
@@ -126,17 +132,17 @@ class FedSage(FedAvg):
         return out
 
     def summarize(self, history: list[dict[str, Any]]) -> dict[str, Any]:
-        """``score_on``'s accuracy at the round whose broadcast model the owners validate best."""
-        scored = [h for h in history if _finite(h.get("mean_global_val")) and "global_graph_test_acc" in h]
+        """``score_on``'s accuracy at the round whose scored models the owners validate best."""
+        val_key, headline = SCORE_ON[self.options["score_on"]]
+        scored = [h for h in history if _finite(h.get(val_key)) and "global_graph_test_acc" in h]
         if not scored:
             return {}
-        best = max(scored, key=lambda h: h["mean_global_val"])
+        best = max(scored, key=lambda h: h[val_key])
         last = history[-1]
-        headline = "mean_global_test" if self.options["score_on"] == "owners" else "global_graph_test_acc"
         return {
             "test_acc": best[headline],
             "best_round": best["round"],
-            "best_val": best["mean_global_val"],
+            "best_val": best[val_key],
             "scored_on": self.options["score_on"],
             "global_graph_test_acc": best["global_graph_test_acc"],
             "global_graph_val_acc": best["global_graph_val_acc"],
