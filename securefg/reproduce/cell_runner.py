@@ -47,7 +47,8 @@ def finished_result(cell: Cell, out_root: str | Path, ledger: CellLedger | None 
 
     A run folder's result is recorded in the ledger when the ledger lacks it or holds other
     metrics for the cell (a rerun on this machine replaces an older record), so a table built
-    on this machine and committed keeps the cell after the folder is gone.
+    on this machine and committed keeps the cell after the folder is gone. A stale folder (a run
+    of what the column no longer is, :func:`preset_change`) is returned but never recorded.
 
     Raises:
         InvalidInputError: The file is unreadable, or belongs to another method, dataset or seed
@@ -66,8 +67,8 @@ def finished_result(cell: Cell, out_root: str | Path, ledger: CellLedger | None 
     if protocol is not None and "protocol" in res and res["protocol"] != protocol:  # a result naming none cannot be checked
         raise InvalidInputError(f"{path} ran under the stack {res.get('protocol')!r}, not the cell's {protocol!r}; "
                                 "delete it or choose another --out")
-    if ledger is not None:  # the folder is this machine's run of the cell: its record wins over an older one
-        rec = ledger.get(cell.setting.name, key, cell.seed, method=name)
+    if ledger is not None and preset_change(cell, res) is None:  # this machine's current run of the cell: its
+        rec = ledger.get(cell.setting.name, key, cell.seed, method=name)  # record wins over an older one
         if rec is None or rec.get("metrics") != compact_record(cell.setting.name, res, source="")["metrics"]:
             ledger.record(cell.setting.name, res, source=f"run folder {cell.folder(out_root)}", column=key)
     return res

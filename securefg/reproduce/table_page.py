@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from securefg.reproduce.cell_ledger import COMMAND_LOG, CellLedger, logged_commands
-from securefg.reproduce.cell_runner import finished_result
+from securefg.reproduce.cell_runner import finished_result, preset_change
 from securefg.reproduce.cells import PLAINTEXT, PROTECTED, Cell
 from securefg.reproduce.node_tables import PaperTable, plan
 from securefg.reproduce.table_measure import TOLERANCE, Measured, SeedRuns, collect
@@ -26,9 +26,11 @@ from securefg.reproduce.table_plot import plot_setting
 def measure_all(table: PaperTable, paper: Mapping[tuple[str, str], float], out_root: str | Path,
                 ledger: CellLedger | None, cells: list[Cell] | None = None,
                 ) -> tuple[Measured, list[tuple[Cell, dict[str, Any]]], int]:
-    """Every finished cell of ``cells`` (default: the full plan), grouped; the raw results; the plan's size."""
+    """Every finished cell of ``cells`` (default: the full plan), grouped; the raw results; the plan's size.
+    A stale run (one of what its column no longer is) is left out: it would run again."""
     cells = plan(table, paper) if cells is None else cells
-    found = [(c, r) for c in cells if (r := finished_result(c, out_root, ledger)) is not None]
+    found = [(c, r) for c in cells
+             if (r := finished_result(c, out_root, ledger)) is not None and preset_change(c, r) is None]
     return collect(found), found, len(cells)
 
 

@@ -238,6 +238,22 @@ def test_a_cell_run_with_other_options_than_its_column_runs_again(tmp_path: Path
     assert [o.status for o in outcomes] == ["ran"] and fake.calls[0].options["score_on"] == "global_graph"
 
 
+def test_a_stale_folder_is_neither_recorded_nor_shown_on_the_page(tmp_path: Path) -> None:
+    paper, _ = FEDSAGE.paper()
+    cell = plan(FEDSAGE, paper, settings=["Cora M=3"], rows=["LocSage"], seeds=[0])[0]
+    folder = cell.folder(tmp_path / "runs")
+    folder.mkdir(parents=True)
+    old = {"method": "local", "seed": 0, "protocol": "plaintext", "config": {"dataset": "Cora", "options": {"backbone": "sage"}},
+           "metrics": {"test_acc": 0.85}}  # scored before the column asked for score_on=global_graph
+    (folder / "result.json").write_text(json.dumps(old))
+    ledger = CellLedger(tmp_path / "cells.json")
+    page = tmp_path / "fedsage.md"
+    write_page(FEDSAGE, out_root=tmp_path / "runs", page=page, command="test", paper=paper, paper_source="targets.md",
+               ledger=ledger, cells=[cell])
+    assert ledger.get("Cora M=3", cell.method.key, 0, method="local") is None
+    assert "85.00" not in page.read_text()
+
+
 def test_locsage_scores_each_owner_on_the_global_test_set() -> None:
     from securefg.experiment import run_experiment
 
