@@ -67,8 +67,9 @@ def finished_result(cell: Cell, out_root: str | Path, ledger: CellLedger | None 
     if protocol is not None and "protocol" in res and res["protocol"] != protocol:  # a result naming none cannot be checked
         raise InvalidInputError(f"{path} ran under the stack {res.get('protocol')!r}, not the cell's {protocol!r}; "
                                 "delete it or choose another --out")
-    if ledger is not None and preset_change(cell, res) is None:  # this machine's current run of the cell: its
-        rec = ledger.get(cell.setting.name, key, cell.seed, method=name)  # record wins over an older one
+    # the folder is this machine's current run of the cell (not a stale one): its record wins over an older one
+    if ledger is not None and preset_change(cell, res) is None:
+        rec = ledger.get(cell.setting.name, key, cell.seed, method=name)
         if rec is None or rec.get("metrics") != compact_record(cell.setting.name, res, source="")["metrics"]:
             ledger.record(cell.setting.name, res, source=f"run folder {cell.folder(out_root)}", column=key)
     return res
