@@ -205,14 +205,16 @@ def run(args: argparse.Namespace) -> int:
 def run_table(args: argparse.Namespace) -> int:
     """``securefg reproduce fedpub|fedsheafhn|fedstruct|fedsage``."""
     from securefg.reproduce.cell_ledger import CellLedger
+    from securefg.reproduce.gap_notes import gap_notes_path, load_gap_notes
     from securefg.reproduce.node_tables import TABLES, plan
     from securefg.reproduce.table_page import write_page
 
     table = TABLES[args.table]
     paper, source = table.paper(args.targets)  # read first: a bad targets file fails before hours of runs
+    out, page, ledger_path = resolve_paths(args)
+    gaps = load_gap_notes(gap_notes_path(page), paper)  # so is a bad notes file
     cells = plan(table, paper, settings=args.settings, rows=args.rows, stacks=args.stacks, seeds=args.seeds,
                  quick=args.quick)
-    out, page, ledger_path = resolve_paths(args)
     ledger = None if ledger_path is None else CellLedger(ledger_path)
     overrides = table.quick.overrides if args.quick else None
     note = (f"**Quick run**: at most {overrides.rounds} rounds and one seed, to show the machinery; these figures are not comparable "
@@ -227,6 +229,6 @@ def run_table(args: argparse.Namespace) -> int:
     else:
         counts = {"failed": 0}
     plots = write_page(table, out_root=out, page=page, command=command_line(args), paper=paper, paper_source=source,
-                       ledger=ledger, note=note, cells=cells if args.quick else None)
+                       ledger=ledger, note=note, cells=cells if args.quick else None, gaps=gaps)
     print(f"wrote {page} and {len(plots)} plot(s)" + ("; ran nothing" if args.report_only else ""))
     return 1 if counts["failed"] else 0

@@ -18,6 +18,7 @@ from typing import Any
 from securefg.reproduce.cell_ledger import COMMAND_LOG, CellLedger, logged_commands
 from securefg.reproduce.cell_runner import finished_result, preset_change
 from securefg.reproduce.cells import PLAINTEXT, PROTECTED, Cell
+from securefg.reproduce.gap_notes import GapNotes
 from securefg.reproduce.node_tables import PaperTable, plan
 from securefg.reproduce.table_measure import TOLERANCE, Measured, SeedRuns, collect
 from securefg.reproduce.table_plot import plot_setting
@@ -45,10 +46,13 @@ def write_page(
     ledger: CellLedger | None = None,
     note: str = "",
     cells: list[Cell] | None = None,
+    gaps: GapNotes | None = None,
 ) -> list[Path]:
     """Write the page and one PNG per measured setting beside it; return the PNGs.
 
     ``cells`` narrows the page to a subset (``--quick``'s); by default it covers the full table.
+    ``gaps`` (:mod:`securefg.reproduce.gap_notes`) says what was measured about why a cell is far
+    from the paper; it is shown beside that cell in the off-by list.
     """
     measured, found, total = measure_all(table, paper, out_root, ledger, cells)
     if cells is not None:  # a subset page lists only its own (setting, row) pairs
@@ -87,7 +91,7 @@ def write_page(
         "",
         f"## Cells more than {TOLERANCE} points from the paper",
         "",
-        off_by(table, measured, paper),
+        off_by(table, measured, paper, gaps),
         "",
         "## Every seed",
         "",
@@ -146,8 +150,11 @@ def comparison(table: PaperTable, measured: Measured, paper: Mapping[tuple[str, 
     return "\n".join(out)
 
 
-def off_by(table: PaperTable, measured: Measured, paper: Mapping[tuple[str, str], float]) -> str:
-    """Every measured (setting, row, stack) whose mean is more than the tolerance from the paper."""
+def off_by(table: PaperTable, measured: Measured, paper: Mapping[tuple[str, str], float],
+           gaps: GapNotes | None = None) -> str:
+    """Every measured (setting, row, stack) whose mean is more than the tolerance from the paper,
+    with what was measured about why (``gaps``) where someone has looked."""
+    gaps = gaps or {}
     lines = []
     for s in table.settings:
         for row in table.rows:
@@ -157,10 +164,17 @@ def off_by(table: PaperTable, measured: Measured, paper: Mapping[tuple[str, str]
             for stack, runs in _stack_runs(table, measured, s.name, row.label).items():
                 if runs is not None and abs(runs.mean() - ref) > TOLERANCE:
                     lines.append(f"| {s.name} | {row.label} | {stack} | {runs.mean():.2f} | {ref:.2f} | "
-                                 f"{runs.mean() - ref:+.2f} | {len(runs.acc)}/{len(table.seeds)} |")
+                                 f"{runs.mean() - ref:+.2f} | {len(runs.acc)}/{len(table.seeds)} | "
+                                 f"{_cell_text(gaps.get((s.name, row.label), 'not investigated'))} |")
     if not lines:
         return "None among the measured cells."
-    return "\n".join(["| setting | method | stack | measured | paper | Δ | seeds |", "|---|---|---|---|---|---|---|", *lines])
+    return "\n".join(["| setting | method | stack | measured | paper | Δ | seeds | what was measured about why |",
+                      "|---|---|---|---|---|---|---|---|", *lines])
+
+
+def _cell_text(text: str) -> str:
+    """One markdown table cell: a ``|`` would split it."""
+    return text.replace("|", "\\|")
 
 
 def per_seed(table: PaperTable, measured: Measured, paper: Mapping[tuple[str, str], float]) -> str:

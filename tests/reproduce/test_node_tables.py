@@ -120,7 +120,8 @@ def test_cells_resume_per_stack_and_the_page_compares_with_the_paper(tmp_path: P
     # Hop2Vec: paper 80.28, plaintext 80.00 (-0.28), protected 79.05 (-1.23); 2 of 10 seeds -> incomplete
     assert "| Cora 10 | FedStruct (Hop2Vec) | 80.28 | 80.00 ± 0.00 (2/10) | -0.28 | 79.05 ± 0.07 (2/10) | -1.23 | incomplete |" in text
     assert "| Cora 10 | Local GNN | 39.23 | 80.00 ± 0.00 (2/10) | +40.77 | (no messages) |  | incomplete |" in text
-    assert "| Cora 10 | Local GNN | plaintext | 80.00 | 39.23 | +40.77 | 2/10 |" in text  # off by more than 1.5
+    # off by more than 1.5, and nobody has looked into why
+    assert "| Cora 10 | Local GNN | plaintext | 80.00 | 39.23 | +40.77 | 2/10 | not investigated |" in text
     assert "NOT the full table" in text and [p.name for p in plots] == ["fedstruct_Cora_10.png"]
 
 
