@@ -21,7 +21,14 @@ from securefg.methods.backbone_option import BACKBONE_OPTIONS, check_backbone_op
 from securefg.methods.base import Method, MethodConfig, Task, register_method
 from securefg.methods.fedavg import summarize_task
 from securefg.methods.tasks import NodeTask
-from securefg.methods.training import evaluate_node, party_rng, train_graph_epochs, train_node_epochs
+from securefg.methods.training import (
+    SPARSE_FROM,
+    evaluate_node,
+    party_rng,
+    train_graph_epochs,
+    train_node_epochs,
+    with_sparse_adjacency,
+)
 
 
 @register_method
@@ -59,7 +66,7 @@ class Centralized(Method):
             g = self.task.full_graph
             if g is None:
                 raise ConfigError("the centralized baseline needs the full graph (NodeTask.full_graph)")
-            s["data"] = g.to(self.config.device)
+            s["data"] = with_sparse_adjacency(g, min_messages=SPARSE_FROM).to(self.config.device)
         else:
             s["data"] = {
                 "train": [d for part in self.task.train for d in part],

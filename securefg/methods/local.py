@@ -15,6 +15,7 @@ from securefg.methods.base import Method, MethodConfig, Task, register_method
 from securefg.methods.fedavg import combine_client_scores, summarize_task
 from securefg.methods.tasks import NodeTask
 from securefg.methods.training import (
+    SPARSE_FROM,
     PartyGenerator,
     evaluate_node,
     load_state,
@@ -22,6 +23,7 @@ from securefg.methods.training import (
     party_seed,
     train_graph_epochs,
     train_node_epochs,
+    with_sparse_adjacency,
 )
 
 ACTION_TRAIN = "local/train"
@@ -73,7 +75,8 @@ class Local(Method):
 
     def setup_client(self, party: Party, index: int) -> None:
         if isinstance(self.task, NodeTask):
-            party.state["data"] = self.task.clients[index].to(self.config.device)
+            data = with_sparse_adjacency(self.task.clients[index], min_messages=SPARSE_FROM)
+            party.state["data"] = data.to(self.config.device)
         else:
             party.state["data"] = {"train": self.task.train[index], "val": self.task.val[index],
                                    "test": self.task.test[index]}
@@ -142,7 +145,8 @@ class Local(Method):
         assert isinstance(self.task, NodeTask) and self.task.full_graph is not None
         if self._eval_model is None:
             self._eval_model = self.make_model()
-            self._full = self.task.full_graph.to(self.config.device)
+            full = with_sparse_adjacency(self.task.full_graph, min_messages=SPARSE_FROM)
+            self._full = full.to(self.config.device)
         scored = {}
         for cid, m in per_client.items():
             s = {k: v for k, v in m.items() if k != "model"}

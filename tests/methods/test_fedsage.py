@@ -261,3 +261,30 @@ def test_the_ledger_lists_both_generator_tags_as_unavoidable_releases_with_their
     assert "generator_reconstruction" in by_design("fedsage_plus", TAG_FEATURE_GRAD)
     assert by_design("fedsage", "fedavg/update") and not by_design("fedsage", TAG_GENERATED)
     assert any("colluding peer" in a for a in method_assumptions("fedsage_plus"))
+
+
+def test_a_resumed_fedsage_plus_run_on_a_sparse_mended_graph_equals_an_uninterrupted_one(tmp_path, monkeypatch) -> None:
+    """The mended graph carries its CSR adjacency (here forced at any size); the checkpoint leaves
+    it out and the restore makes it again, so the resumed run trains on the same graph."""
+    import securefg.methods.fedsage.method as fedsage_method
+    from securefg.methods.training import state_of
+
+    monkeypatch.setattr(fedsage_method, "SPARSE_FROM", 0)
+    task = _task()
+
+    def runner(rounds: int, resume: bool, out):
+        m = method_class("fedsage_plus")(task, MethodConfig(
+            rounds=4, train=TrainConfig(lr=0.01, weight_decay=5e-4, local_epochs=2), seed=0, hidden=16,
+            options=dict(GEN_OPTIONS)))
+        fed = Federation(m.num_clients, ProtocolStack.load("plaintext"), seed=0)
+        RoundRunner(m, fed, rounds=rounds, out_dir=out, checkpoint_every=2, resume=resume, progress=False).run()
+        return m, fed
+
+    method, full = runner(4, False, tmp_path / "full")
+    runner(2, False, tmp_path / "cut")
+    _, resumed = runner(4, True, tmp_path / "cut")
+    owner = full.client_ids[0]
+    assert "adj_t" in full.parties[owner].state["data"] and "adj_t" in resumed.parties[owner].state["data"]
+    assert "adj_t" not in method.checkpoint_party(full.parties[owner])["fedsage/mended"]["data"]
+    a, b = state_of(full.parties[owner].state["model"]), state_of(resumed.parties[owner].state["model"])
+    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)

@@ -60,3 +60,29 @@ def test_sparse_adjacency_gives_the_edge_list_forward_and_trains() -> None:
     before = evaluate_node(model, sparse)["train_acc"]
     train_node_epochs(model, opt, sparse, 30)
     assert evaluate_node(model, sparse)["train_acc"] > before
+
+
+def test_sparse_adjacency_serves_graphsage_shares_tensors_and_keeps_a_repeated_edge_list() -> None:
+    from torch_geometric.nn.models import GraphSAGE
+
+    data = make_csbm(num_nodes=60, num_classes=3, num_features=8, p_in=0.2, p_out=0.02, seed=0)
+    sparse = with_sparse_adjacency(data)
+    assert sparse.x is data.x  # a shallow copy: a 500 MB feature matrix is not copied
+    torch.manual_seed(0)
+    sage = GraphSAGE(8, 16, 2, 3)
+    out_edges = sage(data.x, data.edge_index)
+    out_edges.sum().backward()
+    grads = [p.grad.clone() for p in sage.parameters()]
+    sage.zero_grad()
+    out_csr = sage(data.x, sparse.adj_t)
+    out_csr.sum().backward()
+    assert torch.allclose(out_edges, out_csr, atol=1e-6)
+    assert all(torch.allclose(g, p.grad, atol=1e-5) for g, p in zip(grads, sage.parameters(), strict=True))
+    # a repeated edge counts twice in the edge-wise mean; a CSR matrix would merge it, so no adj_t
+    repeated = data.clone()
+    repeated.edge_index = torch.cat([data.edge_index, data.edge_index[:, :1]], 1)
+    assert with_sparse_adjacency(repeated) is repeated
+    # below min_messages (edges x features) the edge list is kept: the gather is faster there
+    n_messages = data.edge_index.size(1) * data.num_node_features
+    assert with_sparse_adjacency(data, min_messages=n_messages + 1) is data
+    assert "adj_t" in with_sparse_adjacency(data, min_messages=n_messages)

@@ -28,6 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch_geometric.data import Data
 
+from securefg.methods.training import propagation_index
 from securefg.models.masked_gcn import MASK_SUFFIX, MaskedGCN
 
 
@@ -41,7 +42,7 @@ def local_objective(
     l1_mode: str = "proximal",
 ) -> torch.Tensor:
     """Cross-entropy on the training nodes plus the proximal term and (``"gradient"``) the mask L1."""
-    out = model(data.x, data.edge_index)
+    out = model(data.x, propagation_index(data))
     loss = F.cross_entropy(out[data.train_mask], data.y[data.train_mask])
     reg = out.new_zeros(())
     for name, p in model.named_parameters():

@@ -45,7 +45,16 @@ from securefg.methods.fedsage.federated import (
 )
 from securefg.methods.fedsage.impair import impair
 from securefg.methods.tasks import NodeTask
-from securefg.methods.training import TrainConfig, evaluate_node, load_state, party_rng, party_seed, state_of
+from securefg.methods.training import (
+    SPARSE_FROM,
+    TrainConfig,
+    evaluate_node,
+    load_state,
+    party_rng,
+    party_seed,
+    state_of,
+    with_sparse_adjacency,
+)
 from securefg.models.neighgen import NeighGen
 from securefg.protocol.mechanism import ExchangeKind
 from securefg.protocol.stack import ProtocolStack
@@ -125,7 +134,7 @@ class FedSage(FedAvg):
         if full is not None and "broadcast" in server:
             if self._eval_model is None:
                 self._eval_model = self.make_model()
-                self._full = full.to(self.config.device)
+                self._full = with_sparse_adjacency(full, min_messages=SPARSE_FROM).to(self.config.device)
             load_state(self._eval_model, server["broadcast"])
             scores = evaluate_node(self._eval_model, self._full)
             out["global_graph_val_acc"], out["global_graph_test_acc"] = scores["val_acc"], scores["test_acc"]
@@ -291,7 +300,8 @@ class FedSagePlus(FedSage):
         st = cli.state
         st["original_data"] = st["data"]
         with party_rng(self.config.seed, cli.pid, -1):
-            st["data"], counts = mend(st["data"], st["neighgen"], generator=st["gen_rng"])
+            mended, counts = mend(st["data"], st["neighgen"], generator=st["gen_rng"])
+        st["data"] = with_sparse_adjacency(mended, min_messages=SPARSE_FROM)
         st["generated_counts"] = counts
 
     def checkpoint_party(self, party: Party) -> dict[str, Any]:
@@ -300,7 +310,9 @@ class FedSagePlus(FedSage):
         out = super().checkpoint_party(party)
         st = party.state
         if "generated_counts" in st:
-            out[_MENDED] = {"data": {k: v.detach().clone() for k, v in st["data"].items() if isinstance(v, torch.Tensor)},
+            # adj_t is derived from edge_index, and made again on restore
+            out[_MENDED] = {"data": {k: v.detach().clone() for k, v in st["data"].items()
+                                      if isinstance(v, torch.Tensor) and k != "adj_t"},
                             "counts": st["generated_counts"].clone()}
         return out
 
@@ -311,7 +323,7 @@ class FedSagePlus(FedSage):
         mended = items.get(_MENDED)
         if mended is not None and "generated_counts" not in st:
             st["original_data"] = st["data"]
-            st["data"] = Data(**mended["data"])
+            st["data"] = with_sparse_adjacency(Data(**mended["data"]), min_messages=SPARSE_FROM)
             st["generated_counts"] = mended["counts"]
         super().restore_party(party, {k: v for k, v in items.items() if k != _MENDED})
 
