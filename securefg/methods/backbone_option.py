@@ -52,9 +52,9 @@ def node_backbone(options: Mapping[str, Any], *, in_channels: int, classes: int,
         from securefg.models.gcn import GCN
 
         return GCN(in_channels, classes, hidden_channels=hidden or 128)
-    from torch_geometric.nn.models import GraphSAGE
+    from securefg.models.sage import GraphSage  # PyG's GraphSAGE; reads Coauthor-CS's sparse features as sparse
 
-    return GraphSAGE(in_channels, hidden or 64, int(options["layers"]), classes, dropout=float(options["dropout"]))
+    return GraphSage(in_channels, hidden or 64, int(options["layers"]), classes, dropout=float(options["dropout"]))
 
 
 __all__ = ["BACKBONES", "BACKBONE_OPTIONS", "check_backbone_options", "node_backbone"]

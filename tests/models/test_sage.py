@@ -1,0 +1,67 @@
+"""``securefg.models.sage``: the sparse first layer is PyG's GraphSAGE, read faster."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+import torch
+from torch_geometric.nn.models import GraphSAGE
+
+from securefg.data.synthetic import make_csbm
+from securefg.methods.training import with_sparse_adjacency
+from securefg.models import sage
+
+
+def _sparse_graph(features: int = 400):
+    g = make_csbm(num_nodes=200, num_classes=3, num_features=features, seed=0)
+    g.x = (torch.rand(g.x.shape, generator=torch.Generator().manual_seed(2)) < 0.02).float()  # bag of words
+    return g
+
+
+def _pair(features: int) -> tuple[GraphSAGE, sage.GraphSage]:
+    torch.manual_seed(0)
+    ref = GraphSAGE(features, 16, 2, 3, dropout=0.0)
+    torch.manual_seed(0)
+    return ref, sage.GraphSage(features, 16, 2, 3, dropout=0.0)
+
+
+@pytest.mark.parametrize("adjacency", ["edge_index", "adj_t"])
+def test_the_sparse_path_gives_pyg_outputs_and_gradients(monkeypatch: pytest.MonkeyPatch, adjacency: str) -> None:
+    monkeypatch.setattr(sage, "SPARSE_FEATURES_FROM", 1)  # any size takes the sparse path
+    g = with_sparse_adjacency(_sparse_graph())
+    edges = g.adj_t if adjacency == "adj_t" else g.edge_index
+    ref, new = _pair(g.num_node_features)
+    assert list(ref.state_dict()) == list(new.state_dict())  # the same parameters, by the same names
+    assert isinstance(new.convs[0], sage.SparseInputSAGEConv) and type(new.convs[1]) is not sage.SparseInputSAGEConv
+    assert sage.sparse_view(g.x) is not None
+    out_ref, out_new = ref(g.x, edges), new(g.x, edges)
+    assert torch.allclose(out_ref, out_new, atol=1e-5)
+    out_ref.square().sum().backward()
+    out_new.square().sum().backward()
+    for (name, a), b in zip(ref.named_parameters(), new.parameters(), strict=True):
+        assert torch.allclose(a.grad, b.grad, rtol=1e-4, atol=1e-5), name
+
+
+def test_small_dense_or_trainable_inputs_run_pyg_s_own_layer(monkeypatch: pytest.MonkeyPatch) -> None:
+    g = _sparse_graph()
+    assert sage.sparse_view(g.x) is None  # below SPARSE_FEATURES_FROM: PyG's layer, bit for bit
+    ref, new = _pair(g.num_node_features)
+    assert torch.equal(ref(g.x, g.edge_index), new(g.x, g.edge_index))
+    monkeypatch.setattr(sage, "SPARSE_FEATURES_FROM", 1)
+    assert sage.sparse_view(torch.randn(50, 40)) is None  # dense
+    assert sage.sparse_view(g.x.clone().requires_grad_()) is None  # a feature being learned
+
+
+def test_a_view_follows_in_place_changes_and_leaves_with_its_tensor(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sage, "SPARSE_FEATURES_FROM", 1)
+    x = _sparse_graph().x.clone()
+    first = sage.sparse_view(x)
+    assert first is not None and sage.sparse_view(x) is first  # made once
+    x[0, 0] = 5.0  # modified in place: made again
+    again = sage.sparse_view(x)
+    assert again is not first and torch.equal(again[0].to_dense(), x)
+    key = id(x)
+    del x, first, again
+    gc.collect()
+    assert key not in sage._SPARSE_VIEWS
