@@ -25,6 +25,8 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.nn import SAGEConv
 
+from securefg.models.sage import SparseInputSAGEConv
+
 
 class NeighGen(nn.Module):
     r"""Encoder + dGen + fGen.
@@ -46,7 +48,8 @@ class NeighGen(nn.Module):
                              f"num_pred={num_pred}, hidden={hidden}, latent={latent}, gen_hidden={gen_hidden}, "
                              f"dropout={dropout}")
         self.in_channels, self.num_pred = in_channels, num_pred
-        self.enc1 = SAGEConv(in_channels, hidden)
+        # PyG's SAGEConv; reads a large sparse feature matrix (Coauthor-CS) as sparse (models/sage.py)
+        self.enc1 = SparseInputSAGEConv(in_channels, hidden)
         self.enc2 = SAGEConv(hidden, latent)
         self.dgen = nn.Linear(latent, 1)
         self.fgen = nn.Sequential(

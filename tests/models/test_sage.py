@@ -65,3 +65,15 @@ def test_a_view_follows_in_place_changes_and_leaves_with_its_tensor(monkeypatch:
     del x, first, again
     gc.collect()
     assert key not in sage._SPARSE_VIEWS
+
+
+def test_neighgen_s_encoder_reads_sparse_features_with_the_same_embeddings(monkeypatch: pytest.MonkeyPatch) -> None:
+    from securefg.models.neighgen import NeighGen
+
+    g = _sparse_graph()
+    torch.manual_seed(0)
+    gen = NeighGen(g.num_node_features, hidden=8, latent=16)
+    dense = gen.embed(g.x, g.edge_index)
+    monkeypatch.setattr(sage, "SPARSE_FEATURES_FROM", 1)
+    assert isinstance(gen.enc1, sage.SparseInputSAGEConv) and sage.sparse_view(g.x) is not None
+    assert torch.allclose(gen.embed(g.x, g.edge_index), dense, atol=1e-5)
