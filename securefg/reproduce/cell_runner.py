@@ -78,7 +78,8 @@ def finished_result(cell: Cell, out_root: str | Path, ledger: CellLedger | None 
 def preset_change(cell: Cell, result: Mapping[str, Any], overrides: RunOverrides | None = None) -> str | None:
     """Why a finished cell no longer is what its run would be today, or ``None``.
 
-    A run with other options than its column asks for (the column changed) is stale.
+    A run with other options or another round count than its column asks for (the column
+    changed) is stale.
 
     Each value today's preset would set is compared with the value the run used: its
     ``config`` (recorded after the preset was applied), else the method's option default, else
@@ -94,6 +95,11 @@ def preset_change(cell: Cell, result: Mapping[str, Any], overrides: RunOverrides
         differ = {k: v for k, v in want.items() if not _same(have.get(k, _UNKNOWN), v)}
         if differ:
             return f"it ran with other options than the column's {differ} (it had {dict(have)})"
+    ran_rounds = result.get("rounds")
+    if isinstance(ran_rounds, int):  # (one-shot CeFGC records none)
+        rounds = run_config(cell, out_root=".", overrides=overrides).rounds
+        if ran_rounds != rounds:
+            return f"it ran {ran_rounds} rounds; the column asks for {rounds}"
     fixed = cell.setting.local_epochs
     if fixed is not None:  # the paper fixes them for the setting: a run with others is another cell
         ran = _values_used(cell.method.name, result).get("local_epochs", _UNKNOWN)

@@ -239,6 +239,21 @@ def test_a_cell_run_with_other_options_than_its_column_runs_again(tmp_path: Path
     assert [o.status for o in outcomes] == ["ran"] and fake.calls[0].options["score_on"] == "global_graph"
 
 
+def test_a_cell_run_for_another_round_count_than_its_column_runs_again(tmp_path: Path) -> None:
+    paper, _ = FEDSAGE.paper()
+    cell = plan(FEDSAGE, paper, settings=["Coauthor-CS M=3"], rows=["GlobSage"], seeds=[0])[0]
+    folder = cell.folder(tmp_path)
+    folder.mkdir(parents=True)
+    old = {"method": "centralized", "seed": 0, "protocol": "plaintext", "rounds": 30,
+           "config": {"dataset": "CS", "options": {"backbone": "sage"}}, "metrics": {"test_acc": 0.94}}
+    (folder / "result.json").write_text(json.dumps(old))  # the column before GlobSage trained 100 epochs
+    fake = FakeNodeRuns()
+    outcomes = run_cells([cell], out_root=tmp_path, run_fn=fake, show_progress=False)
+    assert [o.status for o in outcomes] == ["ran"] and fake.calls[0].rounds == 100
+    again = FakeNodeRuns()  # the rerun's own folder (FakeNodeRuns records no rounds) is then kept
+    assert [o.status for o in run_cells([cell], out_root=tmp_path, run_fn=again, show_progress=False)] == ["done"]
+
+
 def test_a_stale_folder_is_neither_recorded_nor_shown_on_the_page(tmp_path: Path) -> None:
     paper, _ = FEDSAGE.paper()
     cell = plan(FEDSAGE, paper, settings=["Cora M=3"], rows=["LocSage"], seeds=[0])[0]
