@@ -52,7 +52,8 @@ def node_backbone(options: Mapping[str, Any], *, in_channels: int, classes: int,
         from securefg.models.gcn import GCN
 
         return GCN(in_channels, classes, hidden_channels=hidden or 128)
-    from securefg.models.sage import GraphSage  # PyG's GraphSAGE; reads Coauthor-CS's sparse features as sparse
+    # PyG's GraphSAGE, reading a large sparse feature matrix (Coauthor-CS) as sparse
+    from securefg.models.sage import GraphSage
 
     return GraphSage(in_channels, hidden or 64, int(options["layers"]), classes, dropout=float(options["dropout"]))
 
