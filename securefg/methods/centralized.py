@@ -22,7 +22,6 @@ from securefg.methods.base import Method, MethodConfig, Task, register_method
 from securefg.methods.fedavg import summarize_task
 from securefg.methods.tasks import NodeTask
 from securefg.methods.training import (
-    SPARSE_FROM,
     evaluate_node,
     party_rng,
     train_graph_epochs,
@@ -66,7 +65,7 @@ class Centralized(Method):
             g = self.task.full_graph
             if g is None:
                 raise ConfigError("the centralized baseline needs the full graph (NodeTask.full_graph)")
-            s["data"] = with_sparse_adjacency(g, min_messages=SPARSE_FROM).to(self.config.device)
+            s["data"] = with_sparse_adjacency(g).to(self.config.device)
         else:
             s["data"] = {
                 "train": [d for part in self.task.train for d in part],

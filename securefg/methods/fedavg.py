@@ -34,7 +34,6 @@ from securefg.methods.base import Method, MethodConfig, Task, register_method, s
 from securefg.methods.head_owners import aggregate_owned, contribute_by_owner, owned_groups, require_sum
 from securefg.methods.tasks import NodeTask
 from securefg.methods.training import (
-    SPARSE_FROM,
     PartyGenerator,
     evaluate_node,
     load_state,
@@ -102,7 +101,7 @@ class FedAvg(Method):
     def _client_data(self, k: int) -> Any:
         dev = self.config.device
         if isinstance(self.task, NodeTask):
-            return with_sparse_adjacency(self.task.clients[k], min_messages=SPARSE_FROM).to(dev)
+            return with_sparse_adjacency(self.task.clients[k]).to(dev)
         return {
             "train": self.task.train[k],
             "val": self.task.val[k],

@@ -15,7 +15,6 @@ from securefg.methods.base import Method, MethodConfig, Task, register_method
 from securefg.methods.fedavg import combine_client_scores, summarize_task
 from securefg.methods.tasks import NodeTask
 from securefg.methods.training import (
-    SPARSE_FROM,
     PartyGenerator,
     evaluate_node,
     load_state,
@@ -75,7 +74,7 @@ class Local(Method):
 
     def setup_client(self, party: Party, index: int) -> None:
         if isinstance(self.task, NodeTask):
-            data = with_sparse_adjacency(self.task.clients[index], min_messages=SPARSE_FROM)
+            data = with_sparse_adjacency(self.task.clients[index])
             party.state["data"] = data.to(self.config.device)
         else:
             party.state["data"] = {"train": self.task.train[index], "val": self.task.val[index],
@@ -145,7 +144,7 @@ class Local(Method):
         assert isinstance(self.task, NodeTask) and self.task.full_graph is not None
         if self._eval_model is None:
             self._eval_model = self.make_model()
-            full = with_sparse_adjacency(self.task.full_graph, min_messages=SPARSE_FROM)
+            full = with_sparse_adjacency(self.task.full_graph)
             self._full = full.to(self.config.device)
         scored = {}
         for cid, m in per_client.items():

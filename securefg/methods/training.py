@@ -93,14 +93,14 @@ def proximal_term(model: nn.Module, anchor: Mapping[str, torch.Tensor], mu: floa
     return 0.5 * mu * torch.stack(terms).sum()
 
 
-#: ``with_sparse_adjacency(..., min_messages=SPARSE_FROM)``: the edge-wise gather is faster below
+#: ``with_sparse_adjacency``'s default ``min_messages``: the edge-wise gather is faster below
 #: about this many message entries (edges x features). Measured per full-batch GCN step, one
 #: thread: a Cora METIS client (2,000 edges x 1,433) 18 ms gathered vs 24 ms CSR; a Computers
 #: client (100,000 x 767) 406 vs 75 ms; Cora's whole graph under GraphSage (10,556 x 1,433) 143 vs 58 ms.
 SPARSE_FROM = 8_000_000
 
 
-def with_sparse_adjacency(data: Data, *, min_messages: int = 0) -> Data:
+def with_sparse_adjacency(data: Data, *, min_messages: int = SPARSE_FROM) -> Data:
     """A shallow copy of ``data`` (tensors shared) carrying ``adj_t``, its adjacency as a sparse CSR matrix.
 
     Why: PyG's GCNConv and SAGEConv on a CSR adjacency run one sparse matmul instead of an
@@ -111,7 +111,7 @@ def with_sparse_adjacency(data: Data, *, min_messages: int = 0) -> Data:
     repeats an edge is returned as it is: a CSR matrix would merge the copies, which the
     edge-wise mean counts twice. ``edge_index`` stays for code that needs the edge list. A graph
     with fewer than ``min_messages`` edge x feature entries is returned as it is (see
-    :data:`SPARSE_FROM`)."""
+    :data:`SPARSE_FROM`; FedSheafHN passes 0, the CSR path it has always run)."""
     if "adj_t" in data or data.edge_index.size(1) * (data.num_node_features or 1) < min_messages:
         return data
     n = int(data.num_nodes)

@@ -267,9 +267,9 @@ def test_a_resumed_fedsage_plus_run_on_a_sparse_mended_graph_equals_an_uninterru
     """The mended graph carries its CSR adjacency (here forced at any size); the checkpoint leaves
     it out and the restore makes it again, so the resumed run trains on the same graph."""
     import securefg.methods.fedsage.method as fedsage_method
-    from securefg.methods.training import state_of
+    from securefg.methods.training import state_of, with_sparse_adjacency
 
-    monkeypatch.setattr(fedsage_method, "SPARSE_FROM", 0)
+    monkeypatch.setattr(fedsage_method, "with_sparse_adjacency", lambda data: with_sparse_adjacency(data, min_messages=0))
     task = _task()
 
     def runner(rounds: int, resume: bool, out):

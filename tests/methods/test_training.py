@@ -41,10 +41,10 @@ def test_monitor_stops_after_patience_and_restores_its_best_epoch() -> None:
 
 def test_sparse_adjacency_gives_the_edge_list_forward_and_trains() -> None:
     data = make_csbm(num_nodes=60, num_classes=3, num_features=8, p_in=0.2, p_out=0.02, seed=0)
-    sparse = with_sparse_adjacency(data)
+    sparse = with_sparse_adjacency(data, min_messages=0)
     assert "adj_t" not in data and sparse.adj_t.layout == torch.sparse_csr
     assert tuple(sparse.adj_t.shape) == (60, 60) and sparse.adj_t._nnz() == data.edge_index.size(1)
-    assert with_sparse_adjacency(sparse) is sparse
+    assert with_sparse_adjacency(sparse, min_messages=0) is sparse
     assert propagation_index(data) is data.edge_index and propagation_index(sparse) is sparse.adj_t
     torch.manual_seed(0)
     model = GCN(8, 3, hidden_channels=16).eval()
@@ -55,7 +55,7 @@ def test_sparse_adjacency_gives_the_edge_list_forward_and_trains() -> None:
     directed.edge_index = data.edge_index[:, data.edge_index[0] < data.edge_index[1]]
     with torch.no_grad():
         assert torch.allclose(model(directed.x, directed.edge_index),
-                              model(directed.x, with_sparse_adjacency(directed).adj_t), atol=1e-6)
+                              model(directed.x, with_sparse_adjacency(directed, min_messages=0).adj_t), atol=1e-6)
     opt = torch.optim.Adam(model.parameters(), lr=0.02)
     before = evaluate_node(model, sparse)["train_acc"]
     train_node_epochs(model, opt, sparse, 30)
@@ -66,7 +66,7 @@ def test_sparse_adjacency_serves_graphsage_shares_tensors_and_keeps_a_repeated_e
     from torch_geometric.nn.models import GraphSAGE
 
     data = make_csbm(num_nodes=60, num_classes=3, num_features=8, p_in=0.2, p_out=0.02, seed=0)
-    sparse = with_sparse_adjacency(data)
+    sparse = with_sparse_adjacency(data, min_messages=0)
     assert sparse.x is data.x  # a shallow copy: a 500 MB feature matrix is not copied
     torch.manual_seed(0)
     sage = GraphSAGE(8, 16, 2, 3)
@@ -81,8 +81,9 @@ def test_sparse_adjacency_serves_graphsage_shares_tensors_and_keeps_a_repeated_e
     # a repeated edge counts twice in the edge-wise mean; a CSR matrix would merge it, so no adj_t
     repeated = data.clone()
     repeated.edge_index = torch.cat([data.edge_index, data.edge_index[:, :1]], 1)
-    assert with_sparse_adjacency(repeated) is repeated
+    assert with_sparse_adjacency(repeated, min_messages=0) is repeated
     # below min_messages (edges x features) the edge list is kept: the gather is faster there
     n_messages = data.edge_index.size(1) * data.num_node_features
     assert with_sparse_adjacency(data, min_messages=n_messages + 1) is data
+    assert with_sparse_adjacency(data) is data  # the default, SPARSE_FROM, is far above this small graph
     assert "adj_t" in with_sparse_adjacency(data, min_messages=n_messages)

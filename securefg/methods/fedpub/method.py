@@ -41,7 +41,7 @@ from securefg.methods.fedpub.client import L1_MODES, functional_embedding, train
 from securefg.methods.fedpub.proxy import ProxySpec, proxy_graph
 from securefg.methods.fedpub.server import as_coefficients, largest_peer_weight, peer_weight_matrix
 from securefg.methods.tasks import NodeTask
-from securefg.methods.training import SPARSE_FROM, evaluate_node, load_state, party_rng, with_sparse_adjacency
+from securefg.methods.training import evaluate_node, load_state, party_rng, with_sparse_adjacency
 from securefg.models.masked_gcn import MaskedGCN
 from securefg.protocol.mechanism import ExchangeKind
 
@@ -137,7 +137,7 @@ class FedPub(Method):
     def setup_client(self, party: Party, index: int) -> None:
         assert isinstance(self.task, NodeTask)
         dev = self.config.device
-        party.state["data"] = with_sparse_adjacency(self.task.clients[index], min_messages=SPARSE_FROM).to(dev)
+        party.state["data"] = with_sparse_adjacency(self.task.clients[index]).to(dev)
         party.state["model"] = self.make_model()
         party.state["optimizer"] = self.optimizer_for(party.state["model"])
         x, edge_index = proxy_graph(self.proxy, self.task.num_features)  # each client derives its own copy

@@ -46,7 +46,6 @@ from securefg.methods.fedsage.federated import (
 from securefg.methods.fedsage.impair import impair
 from securefg.methods.tasks import NodeTask
 from securefg.methods.training import (
-    SPARSE_FROM,
     TrainConfig,
     evaluate_node,
     load_state,
@@ -134,7 +133,7 @@ class FedSage(FedAvg):
         if full is not None and "broadcast" in server:
             if self._eval_model is None:
                 self._eval_model = self.make_model()
-                self._full = with_sparse_adjacency(full, min_messages=SPARSE_FROM).to(self.config.device)
+                self._full = with_sparse_adjacency(full).to(self.config.device)
             load_state(self._eval_model, server["broadcast"])
             scores = evaluate_node(self._eval_model, self._full)
             out["global_graph_val_acc"], out["global_graph_test_acc"] = scores["val_acc"], scores["test_acc"]
@@ -301,7 +300,7 @@ class FedSagePlus(FedSage):
         st["original_data"] = st["data"]
         with party_rng(self.config.seed, cli.pid, -1):
             mended, counts = mend(st["data"], st["neighgen"], generator=st["gen_rng"])
-        st["data"] = with_sparse_adjacency(mended, min_messages=SPARSE_FROM)
+        st["data"] = with_sparse_adjacency(mended)
         st["generated_counts"] = counts
 
     def checkpoint_party(self, party: Party) -> dict[str, Any]:
@@ -323,7 +322,7 @@ class FedSagePlus(FedSage):
         mended = items.get(_MENDED)
         if mended is not None and "generated_counts" not in st:
             st["original_data"] = st["data"]
-            st["data"] = with_sparse_adjacency(Data(**mended["data"]), min_messages=SPARSE_FROM)
+            st["data"] = with_sparse_adjacency(Data(**mended["data"]))
             st["generated_counts"] = mended["counts"]
         super().restore_party(party, {k: v for k, v in items.items() if k != _MENDED})
 

@@ -226,7 +226,7 @@ class FedSheafHN(Method):
 
     def setup_client(self, party: Party, index: int) -> None:
         assert isinstance(self.task, NodeTask)
-        party.state["data"] = with_sparse_adjacency(self.task.clients[index]).to(self.config.device)
+        party.state["data"] = with_sparse_adjacency(self.task.clients[index], min_messages=0).to(self.config.device)
         party.state["model"] = self.make_model()
         party.state["optimizer"] = self.optimizer_for(party.state["model"])
 
