@@ -20,6 +20,7 @@ from securefg.federation.federation import Federation
 from securefg.federation.party import Party
 from securefg.federation.program.context import ClientAction, ServerContext
 from securefg.methods.label_groups import LabelGroups
+from securefg.methods.optim import adam
 from securefg.methods.tasks import GraphTask, NodeTask
 from securefg.methods.training import TrainConfig, evaluate_graphs
 from securefg.models.gcn import GCN
@@ -220,7 +221,7 @@ class Method:
 
     def optimizer_for(self, model: nn.Module) -> torch.optim.Optimizer:
         t = self.config.train
-        return torch.optim.Adam(model.parameters(), lr=t.lr, weight_decay=t.weight_decay)
+        return adam(model.parameters(), lr=t.lr, weight_decay=t.weight_decay)
 
     def checkpoint_party(self, party: Party) -> dict[str, Any]:
         """One party's serializable state: every module and optimizer (anything with a

@@ -44,6 +44,7 @@ from securefg.methods.fedsage.federated import (
     owner_step,
 )
 from securefg.methods.fedsage.impair import impair
+from securefg.methods.optim import adam
 from securefg.methods.tasks import NodeTask
 from securefg.methods.training import (
     TrainConfig,
@@ -353,7 +354,7 @@ class FedSagePlus(FedSage):
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(party_seed(self.config.seed, pid, -2))
             model = NeighGen(self.task.num_features, num_pred=o["num_pred"], gen_hidden=o["gen_hidden"]).to(dev)
-        opt = torch.optim.Adam(model.parameters(), lr=o["gen_lr"], weight_decay=o["gen_weight_decay"])
+        opt = adam(model.parameters(), lr=o["gen_lr"], weight_decay=o["gen_weight_decay"])
         loss = float("nan")
         for _ in range(o["gen_local_steps"]):
             loss = local_step(model, opt, graph, st["data"].x, batch=o["gen_batch"], max_neighbours=o["max_neighbours"],
@@ -361,8 +362,8 @@ class FedSagePlus(FedSage):
         with torch.no_grad():
             st["gen_z"] = model.embed(graph.x, graph.edge_index)  # encoder frozen from here on
         st.update(neighgen=model, impaired=graph, gen_rng=rng, gen_local_loss=loss,
-                  neighgen_opt_f=torch.optim.Adam(model.generator_parameters(), lr=o["gen_lr"],
-                                                  weight_decay=o["gen_weight_decay"]))
+                  neighgen_opt_f=adam(model.generator_parameters(), lr=o["gen_lr"],
+                                    weight_decay=o["gen_weight_decay"]))
 
     def report(self) -> dict[str, Any]:
         """result.json's ``fedsage`` block: NeighGen settings and what mending added."""

@@ -50,6 +50,7 @@ from securefg.methods.fedsheafhn.client import (
     generated_shapes,
 )
 from securefg.methods.fedsheafhn.server import FEEDBACK_SIGNS, HN_LR_SCHEDULES, HN_OPTIMIZERS, SheafHNServer
+from securefg.methods.optim import adam
 from securefg.methods.tasks import NodeTask
 from securefg.methods.training import (
     TrainConfig,
@@ -196,7 +197,7 @@ class FedSheafHN(Method):
         t = self.config.train
         generated = [p for n, p in model.named_parameters() if n.startswith(GENERATED_PREFIXES)]
         local = [p for n, p in model.named_parameters() if not n.startswith(GENERATED_PREFIXES)]
-        return torch.optim.Adam([{"params": generated, "weight_decay": self.options["generated_wd"]},
+        return adam([{"params": generated, "weight_decay": self.options["generated_wd"]},
                                  {"params": local, "weight_decay": t.weight_decay}], lr=t.lr)
 
     def make_model(self) -> GCN:

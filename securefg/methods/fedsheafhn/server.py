@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 import torch
 
 from securefg.errors import InvalidInputError, ProtocolError
+from securefg.methods.optim import adam
 from securefg.models.hypernetwork import AttentionHypernetwork
 from securefg.models.sheaf_diffusion import DiagSheafDiffusion
 
@@ -98,7 +99,7 @@ class SheafHNServer:
         self.sheaf = DiagSheafDiffusion(embedding_dim, embedding_dim, **sheaf)  # type: ignore[arg-type]
         self.hn = AttentionHypernetwork(num_clients, embedding_dim, target_shapes, hidden_channels=hn_hidden,
                                         dropout=hn_dropout, base=base)
-        self.sheaf_opt = torch.optim.Adam(self.sheaf.parameters(), lr=sheaf_lr, weight_decay=sheaf_wd)
+        self.sheaf_opt = adam(self.sheaf.parameters(), lr=sheaf_lr, weight_decay=sheaf_wd)
         self._bias_opt: torch.optim.Optimizer | None = None
         self.hn_opt = self._hn_optimizer(hn_optimizer, hn_lr, num_clients)
         self.hn_schedule = (torch.optim.lr_scheduler.CosineAnnealingLR(self.hn_opt, T_max=max(1, rounds))
@@ -115,12 +116,12 @@ class SheafHNServer:
 
     def _hn_optimizer(self, kind: str, lr: float, num_clients: int) -> torch.optim.Optimizer:
         if kind == "adam":
-            return torch.optim.Adam(self.hn.parameters(), lr=lr)
+            return adam(self.hn.parameters(), lr=lr)
         if kind == "sgd":
             return torch.optim.SGD(self.hn.parameters(), lr=lr)
         rest = [p for p in self.hn.parameters() if p is not self.hn.out.bias]
         self._bias_opt = torch.optim.SGD([self.hn.out.bias], lr=1.0 / num_clients)
-        return torch.optim.Adam(rest, lr=lr)
+        return adam(rest, lr=lr)
 
     def set_embeddings(self, got: Mapping[str, torch.Tensor]) -> None:
         """Hold the received embeddings as ``X_0`` and rebuild the collaboration graph.

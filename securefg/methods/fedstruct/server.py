@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from securefg.methods.optim import adam
 from securefg.models.fedstruct import FedStructConfig, FedStructDGCN
 
 THETA = "theta/"
@@ -20,7 +21,7 @@ class ServerOptimizer:
 
     def __init__(self, model: FedStructDGCN, config: FedStructConfig) -> None:
         self.model = model
-        self.opt = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        self.opt = adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
 
     def theta(self, prefix: str = "") -> dict[str, Tensor]:
         """θ (or the part named ``prefix*``) for the broadcast."""
@@ -49,7 +50,7 @@ class ServerOptimizer:
 def structure_optimizer(table: Tensor, config: FedStructConfig) -> tuple[Tensor, torch.optim.Optimizer]:
     """A trainable Hop2Vec table and its Adam (λ_s, same weight decay as θ)."""
     s = table.clone().requires_grad_(True)
-    return s, torch.optim.Adam([s], lr=config.lr_structure, weight_decay=config.weight_decay)
+    return s, adam([s], lr=config.lr_structure, weight_decay=config.weight_decay)
 
 
 def prefixed(grads: dict[str, Tensor]) -> dict[str, Tensor]:
