@@ -67,7 +67,8 @@ def register(sub: Any) -> None:
                       f"{len(table.seeds)} seeds",
             description=f"Run every cell of {table.title.split(':')[0]}'s table in targets.md (setting x row x stack x "
                         "seed), then write the results page and plots. A cell finished under --out, or recorded in "
-                        "the ledger, is not rerun.")
+                        "the ledger, is not rerun. Several of these side by side on a few cores: give each "
+                        "OMP_NUM_THREADS=1 (a GCN step ran 3.5x faster that way beside two other jobs; docs/performance.md).")
         q = table.quick
         t.add_argument("--quick", action="store_true",
                        help=f"{len(q.settings)} setting(s) ({', '.join(q.settings)}), rows {', '.join(q.rows)}, seed(s) "
