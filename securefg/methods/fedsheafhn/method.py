@@ -198,7 +198,7 @@ class FedSheafHN(Method):
         generated = [p for n, p in model.named_parameters() if n.startswith(GENERATED_PREFIXES)]
         local = [p for n, p in model.named_parameters() if not n.startswith(GENERATED_PREFIXES)]
         return adam([{"params": generated, "weight_decay": self.options["generated_wd"]},
-                                 {"params": local, "weight_decay": t.weight_decay}], lr=t.lr)
+                     {"params": local, "weight_decay": t.weight_decay}], lr=t.lr)
 
     def make_model(self) -> GCN:
         """The client GCN, seeded identically for every party (its convolutions get replaced)."""
