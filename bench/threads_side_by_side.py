@@ -5,7 +5,7 @@ Run: ``python bench/threads_side_by_side.py [--jobs 2] [--steps 30] [--repeats 2
 count (what two reproduce lanes beside each other look like), then times the step in a fresh
 process with ``OMP_NUM_THREADS=1`` and with the default, alternating, ``--repeats`` times each
 (median of ``--steps`` steps per process). The graph has a Computers METIS-10 client's size
-(1,335 nodes, 23,410 directed edges, 767 features, 42% non-zero, 10 classes), propagated over a
+(1,335 nodes, about 23,400 directed edges, 767 features, 42% non-zero, 10 classes), propagated over a
 CSR adjacency as ``securefg.methods.training`` does for that client. The last line,
 ``one_thread_speedup_under_load``, is the default-thread median over the one-thread median;
 ``--jobs 0`` measures an idle machine. Why: docs/performance.md, "Several jobs on few cores".
@@ -27,12 +27,13 @@ NODES, EDGES, FEATURES, CLASSES = 1335, 23410, 767, 10
 
 
 def _step_times(steps: int) -> list[float]:
-    """Seconds per forward+backward+Adam step, after two warm-up steps (runs in the child)."""
+    """Seconds per full-batch training step (``train_node_epochs``, one epoch), after two warm-up
+    steps (runs in the child)."""
     import torch
-    import torch.nn.functional as F
     from torch_geometric.data import Data
 
-    from securefg.methods.training import propagation_index, with_sparse_adjacency
+    from securefg.methods.optim import adam
+    from securefg.methods.training import train_node_epochs, with_sparse_adjacency
     from securefg.models.gcn import GCN
 
     gen = torch.Generator().manual_seed(0)
@@ -40,18 +41,15 @@ def _step_times(steps: int) -> list[float]:
     src = torch.randint(0, NODES, (EDGES // 2,), generator=gen)
     dst = torch.randint(0, NODES, (EDGES // 2,), generator=gen)
     edge_index = torch.unique(torch.stack([torch.cat([src, dst]), torch.cat([dst, src])]), dim=1)
-    data = with_sparse_adjacency(Data(x=x, edge_index=edge_index, y=torch.randint(0, CLASSES, (NODES,), generator=gen)),
-                                 min_messages=0)
-    train = torch.rand(NODES, generator=gen) < 0.4
+    data = Data(x=x, edge_index=edge_index, y=torch.randint(0, CLASSES, (NODES,), generator=gen),
+                train_mask=torch.rand(NODES, generator=gen) < 0.4)
+    data = with_sparse_adjacency(data, min_messages=0)
     model = GCN(FEATURES, CLASSES)
-    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    opt = adam(model.parameters(), lr=0.01)
     times = []
     for i in range(steps + 2):
         start = time.perf_counter()
-        opt.zero_grad()
-        loss = F.cross_entropy(model(data.x, propagation_index(data))[train], data.y[train])
-        loss.backward()
-        opt.step()
+        train_node_epochs(model, opt, data, 1)
         if i >= 2:
             times.append(time.perf_counter() - start)
     return times

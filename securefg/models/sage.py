@@ -3,8 +3,8 @@
 Why: Coauthor-CS (FedSage's table) has 18,333 nodes x 6,805 bag-of-words features, 0.9% of
 them non-zero. PyG's first ``SAGEConv`` averages the raw 6,805-wide rows over the neighbours and
 then multiplies two dense (N, 6805) matrices by the weights: about 32 GFLOP per forward; one
-LocSage run had not finished after 10 minutes on 2 CPU cores (docs/performance.md). The layer is linear before its
-activation, so ``W_l·mean_j(x_j) + b + W_r·x_i`` equals ``mean_j(W_l·x_j) + b + W_r·x_i``:
+LocSage run had not finished after 10 minutes on 2 CPU cores (docs/performance.md). The layer is
+linear before its activation, so ``W_l·mean_j(x_j) + b + W_r·x_i`` equals ``mean_j(W_l·x_j) + b + W_r·x_i``:
 projecting first with a sparse matmul reads only the non-zeros, and the mean then runs over
 64-wide rows. The parameters and their names are PyG's (``convs.0.lin_l.weight`` ...), so a
 model's state is the same as ``GraphSAGE``'s; the output agrees to float rounding.

@@ -95,11 +95,10 @@ def preset_change(cell: Cell, result: Mapping[str, Any], overrides: RunOverrides
         differ = {k: v for k, v in want.items() if not _same(have.get(k, _UNKNOWN), v)}
         if differ:
             return f"it ran with other options than the column's {differ} (it had {dict(have)})"
+    today = run_config(cell, out_root=".", overrides=overrides)
     ran_rounds = result.get("rounds")
-    if isinstance(ran_rounds, int):  # (one-shot CeFGC records none)
-        rounds = run_config(cell, out_root=".", overrides=overrides).rounds
-        if ran_rounds != rounds:
-            return f"it ran {ran_rounds} rounds; the column asks for {rounds}"
+    if isinstance(ran_rounds, int) and ran_rounds != today.rounds:  # (one-shot CeFGC records none)
+        return f"it ran {ran_rounds} rounds; the column asks for {today.rounds}"
     fixed = cell.setting.local_epochs
     if fixed is not None:  # the paper fixes them for the setting: a run with others is another cell
         ran = _values_used(cell.method.name, result).get("local_epochs", _UNKNOWN)
@@ -110,7 +109,7 @@ def preset_change(cell: Cell, result: Mapping[str, Any], overrides: RunOverrides
         return None
     from securefg.presets import apply_preset
 
-    _, now = apply_preset(run_config(cell, out_root=".", overrides=overrides))
+    _, now = apply_preset(today)
     used = _values_used(cell.method.name, result)
     changed = {k: v for k, v in (now.get("applied") or {}).items() if not _same(used.get(k, _UNKNOWN), v)}
     if not changed:
