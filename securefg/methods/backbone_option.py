@@ -14,19 +14,25 @@ import torch
 from torch import nn
 
 from securefg.errors import ConfigError
+from securefg.methods.neighbour_sampling import parse_fanouts
+from securefg.methods.training import ProxFn, train_node_epochs, train_node_sampled_epochs
 
 BACKBONES = ("gcn", "sage")
 #: Options a method gains with the backbone choice (``layers`` and ``dropout`` shape GraphSage
-#: only: the GCN is the fixed 2-layer model of :class:`securefg.models.gcn.GCN`).
-BACKBONE_OPTIONS: Mapping[str, Any] = {"backbone": "gcn", "layers": 2, "dropout": 0.5}
+#: only: the GCN is the fixed 2-layer model of :class:`securefg.models.gcn.GCN`; ``fanouts``
+#: turns full-batch local epochs into GraphSage's sampled mini-batches of ``batch_nodes`` nodes).
+BACKBONE_OPTIONS: Mapping[str, Any] = {"backbone": "gcn", "layers": 2, "dropout": 0.5, "fanouts": "", "batch_nodes": 64}
+#: The GCN's fixed depth (what ``fanouts`` must match when the backbone is the GCN).
+GCN_LAYERS = 2
 
 
 def check_backbone_options(method: str, options: dict[str, Any], *, node_task: bool) -> None:
     """Normalise ``layers``/``dropout`` in place and refuse values that build no model.
 
     Raises:
-        ConfigError: An unknown backbone, ``layers < 1``, dropout outside ``[0, 1)``, or GraphSage
-            asked for a graph-classification task (whose backbone is GIN).
+        ConfigError: An unknown backbone, ``layers < 1``, dropout outside ``[0, 1)``, GraphSage
+            asked for a graph-classification task (whose backbone is GIN), or ``fanouts`` that
+            are not one positive count per layer, or ``batch_nodes < 1``.
     """
     if options["backbone"] not in BACKBONES:
         raise ConfigError(f"{method}: backbone must be one of {list(BACKBONES)}, got {options['backbone']!r}")
@@ -40,6 +46,19 @@ def check_backbone_options(method: str, options: dict[str, Any], *, node_task: b
                           f"{options['dropout']}")
     if not node_task and options["backbone"] != "gcn":
         raise ConfigError(f"{method}: backbone={options['backbone']!r} is for node tasks; graph tasks use GIN")
+    depth = options["layers"] if options["backbone"] == "sage" else GCN_LAYERS
+    try:
+        options["fanouts"] = parse_fanouts(options.get("fanouts", ""), depth)
+    except ConfigError as err:
+        raise ConfigError(f"{method}: {err}") from None
+    if options["fanouts"] and not node_task:
+        raise ConfigError(f"{method}: fanouts samples node neighbourhoods; graph tasks train on whole graphs")
+    try:
+        options["batch_nodes"] = int(options.get("batch_nodes", 64))
+    except (TypeError, ValueError):
+        raise ConfigError(f"{method}: batch_nodes must be an integer, got {options['batch_nodes']!r}") from None
+    if options["batch_nodes"] < 1:
+        raise ConfigError(f"{method}: batch_nodes must be >= 1, got {options['batch_nodes']}")
 
 
 def node_backbone(options: Mapping[str, Any], *, in_channels: int, classes: int, hidden: int, seed: int) -> nn.Module:
@@ -59,3 +78,14 @@ def node_backbone(options: Mapping[str, Any], *, in_channels: int, classes: int,
 
 
 __all__ = ["BACKBONES", "BACKBONE_OPTIONS", "check_backbone_options", "node_backbone"]
+
+
+def train_node_backbone(options: Mapping[str, Any], model: nn.Module, optimizer: torch.optim.Optimizer, data: Any,
+                        epochs: int, *, generator: torch.Generator, prox: ProxFn | None = None) -> float:
+    """One party's local node training as its options ask: full-batch epochs, or with ``fanouts``
+    GraphSage's sampled mini-batches of ``batch_nodes`` training nodes (the FedSage paper's owners)."""
+    fanouts = options.get("fanouts") or ()
+    if fanouts:
+        return train_node_sampled_epochs(model, optimizer, data, epochs, batch_size=int(options["batch_nodes"]),
+                                         fanouts=fanouts, generator=generator, prox=prox)
+    return train_node_epochs(model, optimizer, data, epochs, prox)

@@ -17,7 +17,12 @@ from torch_geometric.data import Data
 from securefg.errors import ConfigError
 from securefg.federation.party import Party, client_id
 from securefg.federation.program.context import ServerContext
-from securefg.methods.backbone_option import BACKBONE_OPTIONS, check_backbone_options, node_backbone
+from securefg.methods.backbone_option import (
+    BACKBONE_OPTIONS,
+    check_backbone_options,
+    node_backbone,
+    train_node_backbone,
+)
 from securefg.methods.base import Method, MethodConfig, Task, register_method
 from securefg.methods.fedavg import summarize_task
 from securefg.methods.tasks import NodeTask
@@ -25,7 +30,6 @@ from securefg.methods.training import (
     evaluate_node,
     party_rng,
     train_graph_epochs,
-    train_node_epochs,
     with_sparse_adjacency,
 )
 
@@ -38,6 +42,13 @@ class Centralized(Method):
         backbone (str): ``"gcn"`` or ``"sage"`` (FedSage's GlobSage) for node tasks. (default: ``"gcn"``)
         layers (int): GraphSage layers. (default: ``2``)
         dropout (float): GraphSage dropout. (default: ``0.5``)
+        fanouts (str): Node tasks: ``""`` trains full-batch epochs (one step each); ``"5,5"``
+            (one count per layer) trains GraphSage's mini-batches instead: each epoch the
+            training nodes in shuffled batches of ``batch_nodes``, one step per batch on up to
+            that many sampled neighbours per hop (the FedSage paper's owners: 5 + 5).
+            (default: ``""``)
+        batch_nodes (int): Training nodes per mini-batch with ``fanouts`` (the FedSage paper: 64).
+            (default: ``64``)
     """
 
     name = "centralized"
@@ -83,7 +94,8 @@ class Centralized(Method):
             # The one data holder draws client 0's per-round stream (party_rng), so one-client
             # full-batch FedAvg stays exactly centralized training.
             with party_rng(self.config.seed, client_id(0), r):
-                train_node_epochs(s["model"], s["optimizer"], s["data"], t.local_epochs)
+                train_node_backbone(self.options, s["model"], s["optimizer"], s["data"], t.local_epochs,
+                                    generator=self.generator)
         else:
             train_graph_epochs(s["model"], s["optimizer"], s["data"]["train"], epochs=t.local_epochs,
                                batch_size=t.batch_size, device=self.config.device, generator=self.generator,

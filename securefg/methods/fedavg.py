@@ -30,6 +30,7 @@ import torch
 
 from securefg.federation.party import Party
 from securefg.federation.program.context import ClientAction, ClientContext, ServerContext
+from securefg.methods.backbone_option import train_node_backbone
 from securefg.methods.base import Method, MethodConfig, Task, register_method, select_best_round
 from securefg.methods.head_owners import aggregate_owned, contribute_by_owner, owned_groups, require_sum
 from securefg.methods.tasks import NodeTask
@@ -42,7 +43,6 @@ from securefg.methods.training import (
     proximal_term,
     state_of,
     train_graph_epochs,
-    train_node_epochs,
     with_sparse_adjacency,
 )
 from securefg.protocol.mechanism import ExchangeKind
@@ -164,7 +164,8 @@ class FedAvg(Method):
         t = self.config.train
         if isinstance(self.task, NodeTask):
             received = evaluate_node(model, data)
-            train_node_epochs(model, opt, data, t.local_epochs, prox)
+            train_node_backbone(self.options, model, opt, data, t.local_epochs,
+                                generator=client.state["batch_rng"].generator, prox=prox)
             client.state["scores"] = {
                 **evaluate_node(model, data),
                 "global_val_acc": received["val_acc"],

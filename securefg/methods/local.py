@@ -10,7 +10,12 @@ from torch import nn
 from securefg.errors import ConfigError
 from securefg.federation.party import Party
 from securefg.federation.program.context import ClientAction, ClientContext, ServerContext
-from securefg.methods.backbone_option import BACKBONE_OPTIONS, check_backbone_options, node_backbone
+from securefg.methods.backbone_option import (
+    BACKBONE_OPTIONS,
+    check_backbone_options,
+    node_backbone,
+    train_node_backbone,
+)
 from securefg.methods.base import Method, MethodConfig, Task, register_method
 from securefg.methods.fedavg import combine_client_scores, summarize_task
 from securefg.methods.tasks import NodeTask
@@ -21,7 +26,6 @@ from securefg.methods.training import (
     party_rng,
     party_seed,
     train_graph_epochs,
-    train_node_epochs,
     with_sparse_adjacency,
 )
 
@@ -42,6 +46,13 @@ class Local(Method):
             node tasks. (default: ``"gcn"``)
         layers (int): GraphSage layers. (default: ``2``)
         dropout (float): GraphSage dropout. (default: ``0.5``)
+        fanouts (str): Node tasks: ``""`` trains full-batch epochs (one step each); ``"5,5"``
+            (one count per layer) trains GraphSage's mini-batches instead: each epoch the
+            training nodes in shuffled batches of ``batch_nodes``, one step per batch on up to
+            that many sampled neighbours per hop (the FedSage paper's owners: 5 + 5).
+            (default: ``""``)
+        batch_nodes (int): Training nodes per mini-batch with ``fanouts`` (the FedSage paper: 64).
+            (default: ``64``)
         score_on (str): Node tasks: ``"own"`` scores each client's model on its own test nodes
             (FED-PUB's Local); ``"global_graph"`` also scores it on the global test set, the
             whole graph with every cross-client edge (FedSage's LocSage), and reports that as
@@ -98,7 +109,8 @@ class Local(Method):
         model, opt, data = party.state["model"], party.state["optimizer"], party.state["data"]
         if isinstance(self.task, NodeTask):
             with party_rng(self.config.seed, cli.pid, cli.round):
-                train_node_epochs(model, opt, data, t.local_epochs)
+                train_node_backbone(self.options, model, opt, data, t.local_epochs,
+                                    generator=party.state["batch_rng"].generator)
             party.state["scores"] = evaluate_node(model, data)
         else:
             with party_rng(self.config.seed, cli.pid, cli.round):

@@ -151,6 +151,41 @@ def train_node_epochs(
     return loss_val
 
 
+def train_node_sampled_epochs(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    data: Data,
+    epochs: int,
+    *,
+    batch_size: int,
+    fanouts: Sequence[int],
+    generator: torch.Generator,
+    prox: ProxFn | None = None,
+) -> float:
+    """GraphSage's mini-batch training: each epoch, the training nodes in shuffled batches of
+    ``batch_size``, one step per batch on its sampled neighbourhood (:mod:`.neighbour_sampling`);
+    returns the last loss. Shuffling and sampling draw from ``generator`` (the party's own)."""
+    from securefg.methods.neighbour_sampling import InNeighbours, sample_block
+
+    model.train()
+    adj = InNeighbours.of(data.edge_index, int(data.num_nodes))
+    train_idx = data.train_mask.nonzero().view(-1)
+    loss_val = float("nan")
+    for _ in range(epochs):
+        order = train_idx[torch.randperm(train_idx.numel(), generator=generator).to(train_idx.device)]
+        for targets in order.split(batch_size):
+            block = sample_block(adj, targets, fanouts, generator)
+            optimizer.zero_grad()
+            out = model(data.x[block.nodes], block.edge_index)[: block.num_targets]
+            loss = F.cross_entropy(out, data.y[targets])
+            if prox is not None:
+                loss = loss + prox(model)
+            loss.backward()
+            optimizer.step()
+            loss_val = float(loss.detach())
+    return loss_val
+
+
 @torch.no_grad()
 def evaluate_node(model: nn.Module, data: Data) -> dict[str, float]:
     """Accuracy on the train/val/test masks of ``data``."""

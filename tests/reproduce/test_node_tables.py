@@ -218,7 +218,8 @@ def test_a_cell_whose_preset_changed_since_it_ran_runs_again(tmp_path: Path, mon
 
 def test_a_preset_that_now_states_the_values_a_run_used_does_not_make_it_stale() -> None:
     paper, _ = FEDSAGE.paper()
-    cell = plan(FEDSAGE, paper, settings=["Cora M=3"], rows=["FedSage"], stacks=["plaintext"], seeds=[0])[0]
+    # Coauthor-CS's table states FedSage's own defaults (Cora's now trains as the paper's owners)
+    cell = plan(FEDSAGE, paper, settings=["Coauthor-CS M=3"], rows=["FedSage"], stacks=["plaintext"], seeds=[0])[0]
     # a run made without the preset table (it set nothing): its values were the method's defaults
     res = {"preset": {"enabled": True, "table": None, "applied": {}}, "config": {"options": {}, "lr": None}}
     assert cell_runner.preset_change(cell, res) is None
