@@ -27,7 +27,8 @@ GCN_LAYERS = 2
 
 
 def check_backbone_options(method: str, options: dict[str, Any], *, node_task: bool) -> None:
-    """Normalise ``layers``/``dropout`` in place and refuse values that build no model.
+    """Normalise ``layers``/``dropout``/``fanouts``/``batch_nodes`` in place and refuse values that build
+    no model.
 
     Raises:
         ConfigError: An unknown backbone, ``layers < 1``, dropout outside ``[0, 1)``, GraphSage
@@ -77,9 +78,6 @@ def node_backbone(options: Mapping[str, Any], *, in_channels: int, classes: int,
     return GraphSage(in_channels, hidden or 64, int(options["layers"]), classes, dropout=float(options["dropout"]))
 
 
-__all__ = ["BACKBONES", "BACKBONE_OPTIONS", "check_backbone_options", "node_backbone"]
-
-
 def train_node_backbone(options: Mapping[str, Any], model: nn.Module, optimizer: torch.optim.Optimizer, data: Any,
                         epochs: int, *, generator: torch.Generator, prox: ProxFn | None = None) -> float:
     """One party's local node training as its options ask: full-batch epochs, or with ``fanouts``
@@ -89,3 +87,7 @@ def train_node_backbone(options: Mapping[str, Any], model: nn.Module, optimizer:
         return train_node_sampled_epochs(model, optimizer, data, epochs, batch_size=int(options["batch_nodes"]),
                                          fanouts=fanouts, generator=generator, prox=prox)
     return train_node_epochs(model, optimizer, data, epochs, prox)
+
+
+__all__ = ["BACKBONES", "BACKBONE_OPTIONS", "check_backbone_options", "node_backbone", "train_node_backbone"]
+

@@ -301,3 +301,26 @@ def test_sampled_mini_batches_train_fedsage_and_the_secure_sum_keeps_them_exact(
     assert plain.summary["test_acc"] != full.summary["test_acc"] or plain.history != full.history
     assert secure.summary["test_acc"] == pytest.approx(plain.summary["test_acc"], abs=0.005)
     assert secure.summary["best_round"] == plain.summary["best_round"]
+
+
+def test_a_resumed_sampled_fedsage_run_draws_the_same_batches_as_an_uninterrupted_one(tmp_path) -> None:
+    """Each owner's batch generator is in its checkpoint, so the batches after a resume are the
+    ones an uninterrupted run draws."""
+    from securefg.methods.training import state_of
+
+    task = _task()
+
+    def runner(rounds: int, resume: bool, out):
+        m = method_class("fedsage")(task, MethodConfig(
+            rounds=4, train=TrainConfig(lr=0.01, weight_decay=5e-4, local_epochs=1), seed=0, hidden=16,
+            options={"fanouts": "3,3", "batch_nodes": 16}))
+        fed = Federation(m.num_clients, ProtocolStack.load("plaintext"), seed=0)
+        RoundRunner(m, fed, rounds=rounds, out_dir=out, checkpoint_every=2, resume=resume, progress=False).run()
+        return fed
+
+    full = runner(4, False, tmp_path / "full")
+    runner(2, False, tmp_path / "cut")
+    resumed = runner(4, True, tmp_path / "cut")
+    for owner in full.client_ids:
+        a, b = state_of(full.parties[owner].state["model"]), state_of(resumed.parties[owner].state["model"])
+        assert all(torch.equal(a[k], b[k]) for k in a)
