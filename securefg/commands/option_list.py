@@ -81,6 +81,10 @@ def option_docs(mcls: type[Method]) -> dict[str, str]:
     for entries in [*own, *sorted(others, key=lambda e: -len(keys & set(e)))]:
         for name, text in entries.items():
             docs.setdefault(name, text)
+    from securefg.methods.backbone_option import SAMPLING_OPTION_HELP
+
+    for name, text in SAMPLING_OPTION_HELP.items():
+        docs.setdefault(name, text)
     return {k: _plain(docs[k]) for k in mcls.option_defaults if k in docs}
 
 

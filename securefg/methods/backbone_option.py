@@ -22,6 +22,15 @@ BACKBONES = ("gcn", "sage")
 #: only: the GCN is the fixed 2-layer model of :class:`securefg.models.gcn.GCN`; ``fanouts``
 #: turns full-batch local epochs into GraphSage's sampled mini-batches of ``batch_nodes`` nodes).
 BACKBONE_OPTIONS: Mapping[str, Any] = {"backbone": "gcn", "layers": 2, "dropout": 0.5, "fanouts": "", "batch_nodes": 64}
+#: What the two sampling options do, for ``--list-options`` of every method that has them (one text,
+#: where ``backbone``/``layers``/``dropout`` are worded per method in its docstring).
+SAMPLING_OPTION_HELP: Mapping[str, str] = {
+    "fanouts": ('Node tasks: "" trains full-batch epochs (one step each); "5,5" (one count per layer) trains '
+                "GraphSage's mini-batches instead: each epoch the training nodes in shuffled batches of "
+                "batch_nodes, one step per batch on up to that many sampled neighbours per hop (the FedSage "
+                "paper's owners: 5 + 5)."),
+    "batch_nodes": "Training nodes per mini-batch with fanouts (the FedSage paper: 64).",
+}
 #: The GCN's fixed depth (what ``fanouts`` must match when the backbone is the GCN).
 GCN_LAYERS = 2
 
@@ -89,5 +98,5 @@ def train_node_backbone(options: Mapping[str, Any], model: nn.Module, optimizer:
     return train_node_epochs(model, optimizer, data, epochs, prox)
 
 
-__all__ = ["BACKBONES", "BACKBONE_OPTIONS", "check_backbone_options", "node_backbone", "train_node_backbone"]
+__all__ = ["BACKBONES", "BACKBONE_OPTIONS", "SAMPLING_OPTION_HELP", "check_backbone_options", "node_backbone", "train_node_backbone"]
 

@@ -42,13 +42,8 @@ class Centralized(Method):
         backbone (str): ``"gcn"`` or ``"sage"`` (FedSage's GlobSage) for node tasks. (default: ``"gcn"``)
         layers (int): GraphSage layers. (default: ``2``)
         dropout (float): GraphSage dropout. (default: ``0.5``)
-        fanouts (str): Node tasks: ``""`` trains full-batch epochs (one step each); ``"5,5"``
-            (one count per layer) trains GraphSage's mini-batches instead: each epoch the
-            training nodes in shuffled batches of ``batch_nodes``, one step per batch on up to
-            that many sampled neighbours per hop (the FedSage paper's owners: 5 + 5).
-            (default: ``""``)
-        batch_nodes (int): Training nodes per mini-batch with ``fanouts`` (the FedSage paper: 64).
-            (default: ``64``)
+        fanouts, batch_nodes: GraphSage's sampled mini-batch training
+            (:data:`securefg.methods.backbone_option.SAMPLING_OPTION_HELP`; default: full batch).
     """
 
     name = "centralized"

@@ -142,13 +142,19 @@ def train_node_epochs(
     for _ in range(epochs):
         optimizer.zero_grad()
         out = model(data.x, propagation_index(data))
-        loss = F.cross_entropy(out[data.train_mask], data.y[data.train_mask])
-        if prox is not None:
-            loss = loss + prox(model)
-        loss.backward()
-        optimizer.step()
-        loss_val = float(loss.detach())
+        loss_val = _cross_entropy_step(model, optimizer, out[data.train_mask], data.y[data.train_mask], prox)
     return loss_val
+
+
+def _cross_entropy_step(model: nn.Module, optimizer: torch.optim.Optimizer, logits: torch.Tensor, y: torch.Tensor,
+                        prox: ProxFn | None) -> float:
+    """Backpropagate cross-entropy (plus the proximal term) from ``logits`` and step; the loss."""
+    loss = F.cross_entropy(logits, y)
+    if prox is not None:
+        loss = loss + prox(model)
+    loss.backward()
+    optimizer.step()
+    return float(loss.detach())
 
 
 def train_node_sampled_epochs(
@@ -177,12 +183,7 @@ def train_node_sampled_epochs(
             block = sample_block(adj, targets, fanouts, generator)
             optimizer.zero_grad()
             out = model(data.x[block.nodes], block.edge_index)[: block.num_targets]
-            loss = F.cross_entropy(out, data.y[targets])
-            if prox is not None:
-                loss = loss + prox(model)
-            loss.backward()
-            optimizer.step()
-            loss_val = float(loss.detach())
+            loss_val = _cross_entropy_step(model, optimizer, out, data.y[targets], prox)
     return loss_val
 
 

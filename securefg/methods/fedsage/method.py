@@ -77,13 +77,8 @@ class FedSage(FedAvg):
             its GCN). (default: ``"sage"``)
         layers (int): GraphSage layers (the paper: 2). (default: ``2``)
         dropout (float): GraphSage dropout. (default: ``0.5``)
-        fanouts (str): Node tasks: ``""`` trains full-batch epochs (one step each); ``"5,5"``
-            (one count per layer) trains GraphSage's mini-batches instead: each epoch the
-            training nodes in shuffled batches of ``batch_nodes``, one step per batch on up to
-            that many sampled neighbours per hop (the FedSage paper's owners: 5 + 5).
-            (default: ``""``)
-        batch_nodes (int): Training nodes per mini-batch with ``fanouts`` (the FedSage paper: 64).
-            (default: ``64``)
+        fanouts, batch_nodes: GraphSage's sampled mini-batch training
+            (:data:`securefg.methods.backbone_option.SAMPLING_OPTION_HELP`; default: full batch).
         score_on (str): What ``test_acc`` reads: ``"global_graph"`` (the FedSage paper: the
             broadcast model on the whole graph's test nodes, every cross-owner edge present),
             ``"owners"`` (the broadcast model on each owner's own test nodes, on its own, for
