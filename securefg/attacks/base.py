@@ -242,6 +242,13 @@ class Attack(abc.ABC):
         """
         return cls.payload_tags
 
+    @classmethod
+    def run_options(cls, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
+        """Method options the audited run of ``method`` needs so this attack can read its
+        adversary's own state (state a method keeps only when asked, being too bulky for every
+        run). Default: none."""
+        return {}
+
     def supports(self, ctx: AdversaryContext) -> Support:
         """Whether this attack applies to the run and adversary (default: yes)."""
         return Support(True)

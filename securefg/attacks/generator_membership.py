@@ -67,6 +67,11 @@ class GeneratorMembership(Attack):
     defaults: ClassVar[Mapping[str, Any]] = {"nodes": 200}
     payload_tags = (TAG,)
 
+    @classmethod
+    def run_options(cls, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
+        """FedSage+ keeps its owners' generator views only when asked (they grow as M² per step)."""
+        return {"keep_generator_views": True} if method == "fedsage_plus" else {}
+
     def supports(self, ctx: AdversaryContext) -> Support:
         if ctx.run.method != "fedsage_plus":
             return Support(False, "only FedSage+ generates neighbour features")
@@ -80,6 +85,9 @@ class GeneratorMembership(Attack):
         from securefg.attacks.base import blind_outcome
 
         if not generated_by_owner(ctx.adversary):
+            if ctx.adversary.view.clients and not ctx.adversary.run.options.get("keep_generator_views", True):
+                return blind_outcome(self.chance, "the owners kept no generated vectors (a run without "
+                                     "keep_generator_views, which `securefg audit` sets)")
             return blind_outcome(self.chance, f"every {TAG!r} item in the view is sealed to another party")
         return super().run(ctx)
 

@@ -75,13 +75,19 @@ class GeneratorReconstruction(Attack):
     defaults: ClassVar[Mapping[str, Any]] = {"tolerance": 0.01}
     payload_tags = (TAG,)
 
+    @classmethod
+    def run_options(cls, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
+        """FedSage+ keeps its owners' generator views only when asked (they grow as M² per step)."""
+        return {"keep_generator_views": True} if method == "fedsage_plus" else {}
+
     def supports(self, ctx: AdversaryContext) -> Support:
         if ctx.run.method != "fedsage_plus":
             return Support(False, "only FedSage+ sends cross-owner feature gradients")
         if len(ctx.view.clients) != 1:
             return Support(False, "needs exactly one adversarial owner (the target of its gradient sums)")
         if ctx.view.own_state(ctx.view.clients[0], "sent_generated") is None:
-            return Support(False, "the owner kept no generated vectors (no federated NeighGen phase)")
+            return Support(False, "the owner kept no generated vectors (no federated NeighGen phase, or a run "
+                                  "without keep_generator_views, which `securefg audit` sets)")
         return Support(True)
 
     def run(self, ctx: AuditContext) -> AttackOutcome:

@@ -38,8 +38,14 @@ def payload_globs(tm: ThreatModel, options: Any = None) -> list[str]:
 
 
 def prepare(cfg: Any, tm: ThreatModel, out_dir: Path) -> Any:
-    """The run configuration of an audit: payloads kept for the attacks, CeFGC's phase-1 cache."""
+    """The run configuration of an audit: payloads and own-state views kept for the attacks,
+    CeFGC's phase-1 cache."""
+    from securefg.attacks.base import attack_class
+
     options = dict(cfg.options)
+    for spec in tm.attacks:
+        acls = attack_class(spec.attack)
+        options.update(acls.run_options(cfg.method, {**acls.defaults, **spec.params}))
     if cfg.method.startswith("cefgc") and not options.get("generator_cache"):
         options["generator_cache"] = str(out_dir / "generator_cache")
     return replace(cfg, keep_payloads=payload_globs(tm, options) or False, options=options, resume=False, checkpoint_every=0)

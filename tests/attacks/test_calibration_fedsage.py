@@ -22,7 +22,8 @@ from securefg.data.synthetic import make_csbm
 from securefg.methods.tasks import NodeTask
 from tests.attacks.conftest import play, run_method, threat
 
-OPTIONS = {"gen_local_steps": 60, "gen_fed_steps": 4, "gen_batch": 32, "gen_hidden": 64}
+# keep_generator_views: what `securefg audit` sets for the generator attacks (auditor.prepare)
+OPTIONS = {"gen_local_steps": 60, "gen_fed_steps": 4, "gen_batch": 32, "gen_hidden": 64, "keep_generator_views": True}
 CLIENT = {"generator_reconstruction": {}, "generator_membership": {"nodes": 60}}
 SERVER = {"generator_membership": {"nodes": 60}}
 

@@ -37,7 +37,8 @@ def test_the_knob_stacks_load_with_one_local_gaussian_on_the_released_tag(stack:
 
 # ------------------------------------------------------------------------------- FedSage+
 FEATURES = 16
-GEN = {"gen_local_steps": 10, "gen_fed_steps": 3, "gen_batch": 16, "gen_hidden": 32, "num_pred": 3}
+GEN = {"gen_local_steps": 10, "gen_fed_steps": 3, "gen_batch": 16, "gen_hidden": 32, "num_pred": 3,
+       "keep_generator_views": True}
 
 
 def _sage_task() -> NodeTask:

@@ -23,7 +23,8 @@ from securefg.models.neighgen import NeighGen
 from securefg.protocol.stack import ProtocolStack
 
 FEATURES = 16
-GEN_OPTIONS = {"gen_local_steps": 20, "gen_fed_steps": 3, "gen_batch": 16, "gen_hidden": 32}
+# the owners keep their generator views here: the privacy tests below read everything an owner saw
+GEN_OPTIONS = {"gen_local_steps": 20, "gen_fed_steps": 3, "gen_batch": 16, "gen_hidden": 32, "keep_generator_views": True}
 
 
 def _task(clients: int = 3) -> NodeTask:
@@ -145,6 +146,29 @@ def test_protected_stack_equals_plaintext(plain, secure) -> None:
     for pid in plain[1].client_ids:
         a, b = plain[1].parties[pid].state, secure[1].parties[pid].state
         assert torch.allclose(a["data"].x, b["data"].x, atol=1e-4)
+
+
+def test_a_plain_run_keeps_no_generator_views_and_trains_the_same(plain) -> None:
+    # the views grow as M(M-1) batches per federated step (14 GB on Cora with 20 owners): kept only on request
+    _, fed, out, _ = _run(stack="plaintext", keep_generator_views=False)
+    assert out.summary["test_acc"] == plain[2].summary["test_acc"]
+    for pid in fed.client_ids:
+        st = fed.parties[pid].state
+        assert not {"sent_generated", "received_generated", "feature_grad_sum"} & set(st), pid
+        assert plain[1].parties[pid].state["received_generated"], pid  # the fixture asked for them
+        assert torch.equal(st["data"].x, plain[1].parties[pid].state["data"].x)  # the same mended graph
+
+
+def test_an_audit_of_fedsage_plus_asks_the_owners_to_keep_their_generator_views(tmp_path) -> None:
+    from securefg.audit.auditor import prepare
+    from securefg.audit.threat_model import ThreatModel
+    from securefg.run_config import RunConfig
+
+    tm = ThreatModel.load("curious_clients")
+    assert {"generator_membership", "generator_reconstruction"} <= {a.attack for a in tm.attacks}
+    plus = prepare(RunConfig(method="fedsage_plus", dataset="Cora"), tm, tmp_path)
+    assert plus.options["keep_generator_views"] is True
+    assert "keep_generator_views" not in prepare(RunConfig(method="fedsage", dataset="Cora"), tm, tmp_path).options
 
 
 def test_fedsage_alone_sends_no_generator_messages() -> None:

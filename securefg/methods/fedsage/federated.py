@@ -104,6 +104,9 @@ class FederatedGenSettings:
     cross_weight: float
     max_neighbours: int
     dp: GeneratedDP | None = None
+    #: keep every generated batch sent or opened and every gradient sum received, per step, in
+    #: the owner's state (the generator attacks read them; off in plain runs, see _remember)
+    keep_views: bool = False
 
 
 def federated_round(r: int, steps: int) -> int:
@@ -124,12 +127,12 @@ def generate(state: dict[str, Any], s: FederatedGenSettings, *, index: int, roun
         flat = noise_generated(flat, s.dp, None if s.dp.secure_rng else gen)
         state["gen_dp_releases"] = state.get("gen_dp_releases", 0) + 1
         state["gen_dp_rows"] = flat.size(0)
-    _remember(state, "sent_generated", (round, flat))
+    _remember(state, s.keep_views, "sent_generated", (round, flat))
     return encode_tensors({"owner": torch.tensor([index]), "x": flat})
 
 
 def answer(state: dict[str, Any], pid: str, blobs: Sequence[bytes], clients: Sequence[str], *,
-           round: int) -> tuple[dict[str, torch.Tensor], float]:
+           round: int, keep_views: bool = False) -> tuple[dict[str, torch.Tensor], float]:
     r"""Step 3 as peer ``pid``: the gradient :math:`G_{i \leftarrow j}` for every item it opened,
     by owner, and its share of the cross loss.
 
@@ -145,7 +148,7 @@ def answer(state: dict[str, Any], pid: str, blobs: Sequence[bytes], clients: Seq
         owner = clients[owner_idx] if 0 <= owner_idx < len(clients) else ""
         if not owner or owner == pid or owner in out:
             raise ProtocolError(f"{pid} opened a {TAG_GENERATED!r} item naming owner {owner_idx}, which it cannot answer")
-        _remember(state, "received_generated", (round, owner, t["x"]))
+        _remember(state, keep_views, "received_generated", (round, owner, t["x"]))
         grad, loss = peer_gradient(t["x"].to(own_x.device, own_x.dtype), own_x)
         cross += loss / max(t["x"].size(0), 1) / max(len(clients) - 1, 1)
         out[owner] = grad.reshape(-1).to("cpu", torch.float64)
@@ -163,7 +166,7 @@ def owner_step(state: dict[str, Any], s: FederatedGenSettings, summed: torch.Ten
                               max_neighbours=s.max_neighbours, generator=state["gen_rng"])
     local = float(loss.detach())
     if summed is not None:
-        _remember(state, "feature_grad_sum", (round, peers, summed.float()))
+        _remember(state, s.keep_views, "feature_grad_sum", (round, peers, summed.float()))
         g = summed.to(x_tilde.device, x_tilde.dtype).view_as(x_tilde)
         loss = loss + s.cross_weight / (peers * x_tilde.size(0)) * (g * x_tilde).sum()
     loss.backward()
@@ -171,7 +174,10 @@ def owner_step(state: dict[str, Any], s: FederatedGenSettings, summed: torch.Ten
     return local
 
 
-def _remember(state: dict[str, Any], key: str, item: object) -> None:
-    """Keep what an owner sent or opened, every step (its own view, which audits read): about
-    ``steps * M * |B| * P * d`` floats per owner (Cora, 20 steps, M = 3: 110 MB)."""
-    state.setdefault(key, []).append(item)
+def _remember(state: dict[str, Any], keep: bool, key: str, item: object) -> None:
+    """Keep what an owner sent or opened, every step (its own view, which audits read), when
+    ``keep``. It costs about ``steps * M * |B| * P * d`` floats per owner, ``M`` times over:
+    on Cora with 20 steps, 110 MB per owner at M = 3 and 14 GB in all at M = 20 (which is why
+    plain runs keep nothing and audits switch it on through ``keep_generator_views``)."""
+    if keep:
+        state.setdefault(key, []).append(item)

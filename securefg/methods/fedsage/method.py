@@ -181,6 +181,10 @@ class FedSagePlus(FedSage):
         cross_weight (float): alpha, weight of the cross-owner term, averaged over peers; 0 trains
             each generator locally only (no generator messages). (default: ``1.0``)
         max_neighbours (int): Hidden neighbours matched per node (a random subset beyond). (default: ``20``)
+        keep_generator_views (bool): Every owner keeps each generated batch it sent or opened and
+            each gradient sum it received, per federated step, for the generator attacks (an
+            audit switches it on; M(M-1) batches per step, 14 GB on Cora with 20 owners).
+            (default: ``False``)
     """
 
     name = "fedsage_plus"
@@ -195,7 +199,7 @@ class FedSagePlus(FedSage):
     option_defaults: ClassVar[Mapping[str, Any]] = {
         **FedSage.option_defaults, "num_pred": 5, "hide_portion": 0.1, "gen_local_steps": 200, "gen_fed_steps": 20,
         "gen_batch": 64, "gen_lr": 1e-3, "gen_weight_decay": 1e-4, "gen_hidden": 256, "cross_weight": 1.0,
-        "max_neighbours": 20,
+        "max_neighbours": 20, "keep_generator_views": False,
     }
     _INTS = ("num_pred", "gen_local_steps", "gen_fed_steps", "gen_batch", "gen_hidden", "max_neighbours")
     _FLOATS = ("hide_portion", "gen_lr", "gen_weight_decay", "cross_weight")
@@ -240,7 +244,7 @@ class FedSagePlus(FedSage):
     def _gen_settings(self, dp: GeneratedDP | None = None) -> FederatedGenSettings:
         o = self.options
         return FederatedGenSettings(steps=o["gen_fed_steps"], batch=o["gen_batch"], cross_weight=o["cross_weight"],
-                                    max_neighbours=o["max_neighbours"], dp=dp)
+                                    max_neighbours=o["max_neighbours"], dp=dp, keep_views=o["keep_generator_views"])
 
     def server_prepare(self, srv: ServerContext) -> None:
         """The federated NeighGen steps (rounds ``-steps .. -1``: generate, relay, answer, peer
@@ -278,7 +282,8 @@ class FedSagePlus(FedSage):
     def on_answer(self, cli: ClientContext) -> dict[str, InfoValue]:
         """Step 3 as peer: answer every opened item into its owner's peer sum."""
         st = cli.state
-        grads, cross = answer(st, cli.pid, cli.relayed(TAG_GENERATED), list(cli.clients), round=cli.round)
+        grads, cross = answer(st, cli.pid, cli.relayed(TAG_GENERATED), list(cli.clients), round=cli.round,
+                              keep_views=self.options["keep_generator_views"])
         for owner, g in grads.items():
             cli.offer_peer(TAG_FEATURE_GRAD, owner, {"g": g})
         st.setdefault("gen_cross_loss", []).append(cross)
