@@ -27,11 +27,7 @@ from typing import TypeVar
 
 from securefg.data.catalog import DatasetSpec, get_spec
 from securefg.errors import DatasetFileError, DatasetNotFoundError, SecureFGError, UnsafeDataFileError
-
-try:  # POSIX advisory locks; elsewhere concurrent first loads of one dataset are not serialised
-    import fcntl
-except ImportError:  # pragma: no cover - Windows
-    fcntl = None  # type: ignore[assignment]
+from securefg.file_lock import exclusive_lock
 
 ENV_DATA = "SECUREFG_DATA"
 ENV_CACHE = "SECUREFG_CACHE"
@@ -171,15 +167,8 @@ def dataset_lock(work: Path, name: str) -> Iterator[None]:
     and then read the finished file. The lock file lives next to the copy and stays there.
     """
     work.mkdir(parents=True, exist_ok=True)
-    if fcntl is None:  # pragma: no cover - Windows
+    with exclusive_lock(work / f".{name}.lock"):
         yield
-        return
-    with open(work / f".{name}.lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def unreadable_error(spec: DatasetSpec, root: Path, exc: Exception) -> DatasetFileError:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from securefg.errors import InvalidInputError
+from securefg.file_lock import exclusive_lock
 
 #: Metrics a record keeps (everything the table, the targets, the per-dataset breakdown and the cost table read).
 KEPT_METRICS = ("test_auc", "final_test_auc", "test_acc", "final_test_acc", "best_round", "val_auc", "val_acc",
@@ -85,17 +86,20 @@ class CellLedger:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._cells: dict[str, dict[str, Any]] = {}
-        self._commands: list[str] = []
-        if self.path.is_file():
-            try:
-                data = json.loads(self.path.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError) as exc:
-                raise InvalidInputError(f"{self.path} is not a readable cell ledger: {exc}") from exc
-            if not isinstance(data, dict) or not isinstance(data.get("cells"), dict):
-                raise InvalidInputError(f"{self.path} lacks the 'cells' object of a cell ledger")
-            self._cells = data["cells"]
-            self._commands = list(dict.fromkeys(portable_command(str(c)) for c in data.get("commands", [])))
+        self._cells, self._commands = self._read()
+        #: keys recorded since the last write: they win over the file; every other key is the file's
+        self._pending: set[str] = set()
+
+    def _read(self) -> tuple[dict[str, dict[str, Any]], list[str]]:
+        if not self.path.is_file():
+            return {}, []
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise InvalidInputError(f"{self.path} is not a readable cell ledger: {exc}") from exc
+        if not isinstance(data, dict) or not isinstance(data.get("cells"), dict):
+            raise InvalidInputError(f"{self.path} lacks the 'cells' object of a cell ledger")
+        return data["cells"], list(dict.fromkeys(portable_command(str(c)) for c in data.get("commands", [])))
 
     def get(self, setting: str, column: str, seed: int, *, method: str | None = None) -> dict[str, Any] | None:
         """The record of one cell (``column``: the method, or its column key), or ``None``.
@@ -115,7 +119,9 @@ class CellLedger:
     def record(self, setting: str, result: Mapping[str, Any], *, source: str, column: str | None = None) -> None:
         """Add (or replace) one finished cell's record and write the file."""
         rec = compact_record(setting, result, source=source, key=column)
-        self._cells[cell_key(setting, column or str(rec.get("method")), int(rec.get("seed", -1)))] = rec
+        key = cell_key(setting, column or str(rec.get("method")), int(rec.get("seed", -1)))
+        self._cells[key] = rec
+        self._pending.add(key)
         self._write()
 
     def add_command(self, command: str) -> None:
@@ -134,12 +140,20 @@ class CellLedger:
         return len(self._cells)
 
     def _write(self) -> None:
+        """Merge with the file as it is now, then replace it atomically, under an exclusive lock:
+        several ``reproduce`` invocations may share one ledger (one per lane of cells), and each
+        keeps every record the others wrote since it loaded (the latest write of a cell wins)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        body = {"about": "securefg reproduce: one compact record per finished cell (securefg/reproduce/cell_ledger.py)",
-                "commands": self._commands, "cells": dict(sorted(self._cells.items()))}
-        tmp.write_text(json.dumps(body, indent=1) + "\n", encoding="utf-8")
-        os.replace(tmp, self.path)
+        with exclusive_lock(self.path.with_name(self.path.name + ".lock")):
+            cells, commands = self._read()
+            self._cells = {**self._cells, **{k: v for k, v in cells.items() if k not in self._pending}}
+            self._pending.clear()
+            self._commands = list(dict.fromkeys([*commands, *self._commands]))
+            tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+            body = {"about": "securefg reproduce: one compact record per finished cell (securefg/reproduce/cell_ledger.py)",
+                    "commands": self._commands, "cells": dict(sorted(self._cells.items()))}
+            tmp.write_text(json.dumps(body, indent=1) + "\n", encoding="utf-8")
+            os.replace(tmp, self.path)
 
 
 #: Every invocation's command, one a line, under a reproduction's output root (its page names them all).

@@ -161,3 +161,24 @@ def test_the_page_names_invocations_without_one_machines_paths(tmp_path) -> None
     # the same invocation from another machine is one line, with its quoting kept
     assert logged_commands(out, ledger) == ["securefg reproduce fedstruct --settings 'Cora 20' --rows 'Local GNN'"]
     assert CellLedger(tmp_path / "cells.json").commands == logged_commands(out, ledger)
+
+
+def _lane_result(method: str, seed: int, auc: float) -> dict[str, Any]:
+    return {"method": method, "seed": seed, "config": {"dataset": "MUTAG"}, "metrics": {"test_auc": auc}}
+
+
+def test_two_invocations_sharing_a_ledger_keep_each_others_records(tmp_path: Path) -> None:
+    # two lanes of one table load the ledger, then each records its own cells
+    a, b = CellLedger(tmp_path / "cells.json"), CellLedger(tmp_path / "cells.json")
+    a.record("MUTAG", _lane_result("cefgc", 0, 0.7), source="lane a")
+    b.record("MUTAG", _lane_result("fedavg", 0, 0.6), source="lane b")
+    b.add_command("securefg reproduce cefgc --rows FedAvg")
+    a.record("MUTAG", _lane_result("cefgc", 1, 0.8), source="lane a")  # a has never seen b's record
+    on_disk = CellLedger(tmp_path / "cells.json")
+    assert len(on_disk) == 3
+    assert on_disk.get("MUTAG", "fedavg", 0)["metrics"] == {"test_auc": 0.6}
+    assert on_disk.commands == ["securefg reproduce cefgc --rows FedAvg"]
+    # a record one lane rewrites wins over the copy the other loaded before
+    b.record("MUTAG", _lane_result("cefgc", 0, 0.75), source="lane b")
+    a.record("MUTAG", _lane_result("cefgc", 2, 0.9), source="lane a")
+    assert CellLedger(tmp_path / "cells.json").get("MUTAG", "cefgc", 0)["metrics"] == {"test_auc": 0.75}
