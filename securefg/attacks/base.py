@@ -195,6 +195,8 @@ class Attack(abc.ABC):
         requires_malicious: An active attack (needs ``behaviour = "malicious"``).
         defaults: Parameters and their defaults.
         payload_tags: Tag globs whose payloads the run must keep (the rest are metadata only).
+        own_state_options: Method options an audited run must set so the attack can read its
+            adversary's own state, by method.
     """
 
     name: ClassVar[str]
@@ -205,6 +207,8 @@ class Attack(abc.ABC):
     defaults: ClassVar[Mapping[str, Any]] = {}
     #: Tag globs whose payload bytes the run must keep for this attack.
     payload_tags: ClassVar[tuple[str, ...]] = ()
+    #: ``{method: {option: value}}`` an audited run of that method must set (:meth:`run_options`)
+    own_state_options: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
 
     def __init__(self, **params: Any) -> None:
         problems = self.validate_params(params)
@@ -246,8 +250,8 @@ class Attack(abc.ABC):
     def run_options(cls, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
         """Method options the audited run of ``method`` needs so this attack can read its
         adversary's own state (state a method keeps only when asked, being too bulky for every
-        run). Default: none."""
-        return {}
+        run). Default: :attr:`own_state_options` for ``method``."""
+        return dict(cls.own_state_options.get(method, {}))
 
     def supports(self, ctx: AdversaryContext) -> Support:
         """Whether this attack applies to the run and adversary (default: yes)."""

@@ -66,11 +66,8 @@ class GeneratorMembership(Attack):
     metric_doc = "ROC-AUC of 'node u belongs to owner t' from t's generated neighbour features"
     defaults: ClassVar[Mapping[str, Any]] = {"nodes": 200}
     payload_tags = (TAG,)
-
-    @classmethod
-    def run_options(cls, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
-        """FedSage+ keeps its owners' generator views only when asked (they grow as M² per step)."""
-        return {"keep_generator_views": True} if method == "fedsage_plus" else {}
+    #: FedSage+ keeps its owners' generator views only when asked (they grow as M² per step)
+    own_state_options: ClassVar[Mapping[str, Mapping[str, Any]]] = {"fedsage_plus": {"keep_generator_views": True}}
 
     def supports(self, ctx: AdversaryContext) -> Support:
         if ctx.run.method != "fedsage_plus":
@@ -85,7 +82,7 @@ class GeneratorMembership(Attack):
         from securefg.attacks.base import blind_outcome
 
         if not generated_by_owner(ctx.adversary):
-            if ctx.adversary.view.clients and not ctx.adversary.run.options.get("keep_generator_views", True):
+            if ctx.adversary.view.clients and not ctx.adversary.run.options.get("keep_generator_views", False):
                 return blind_outcome(self.chance, "the owners kept no generated vectors (a run without "
                                      "keep_generator_views, which `securefg audit` sets)")
             return blind_outcome(self.chance, f"every {TAG!r} item in the view is sealed to another party")

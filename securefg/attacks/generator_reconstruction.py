@@ -74,11 +74,8 @@ class GeneratorReconstruction(Attack):
     chance = 0.0
     defaults: ClassVar[Mapping[str, Any]] = {"tolerance": 0.01}
     payload_tags = (TAG,)
-
-    @classmethod
-    def run_options(cls, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
-        """FedSage+ keeps its owners' generator views only when asked (they grow as M² per step)."""
-        return {"keep_generator_views": True} if method == "fedsage_plus" else {}
+    #: FedSage+ keeps its owners' generator views only when asked (they grow as M² per step)
+    own_state_options: ClassVar[Mapping[str, Mapping[str, Any]]] = {"fedsage_plus": {"keep_generator_views": True}}
 
     def supports(self, ctx: AdversaryContext) -> Support:
         if ctx.run.method != "fedsage_plus":

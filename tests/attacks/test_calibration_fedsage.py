@@ -75,3 +75,15 @@ def test_an_owner_opens_its_peers_generated_features_under_every_stack(runs):
     secure = _outcome(runs, "fedsage_secure", "client", "generator_membership")
     assert plain.value >= 0.6
     assert secure.value == pytest.approx(plain.value, abs=0.05)  # a disclosure by design, not a mechanism failure
+
+
+def test_a_run_that_kept_no_generator_views_says_so_instead_of_guessing_silently() -> None:
+    task = _task()
+    plain = {k: v for k, v in OPTIONS.items() if k != "keep_generator_views"}
+    r = run_method(task, "fedsage_plus", "fedsage_secure", rounds=1, hidden=16, options=plain, weight_decay=5e-4)
+    got = play(threat(["client/0"], CLIENT), r, task)
+    membership = got["generator_membership"]
+    assert membership.status == "ran" and membership.outcome.details.get("blind")
+    assert "keep_generator_views" in membership.outcome.note
+    assert got["generator_reconstruction"].status != "ran"
+    assert "keep_generator_views" in got["generator_reconstruction"].reason
