@@ -176,13 +176,15 @@ def train_node_sampled_epochs(
     model.train()
     adj = InNeighbours.of(data.edge_index, int(data.num_nodes))
     train_idx = data.train_mask.nonzero().view(-1)
+    # GraphSage reads a large sparse feature matrix's rows as sparse (models/sage.py)
+    features = getattr(model, "batch_features", None) or (lambda x, nodes: x[nodes])
     loss_val = float("nan")
     for _ in range(epochs):
         order = train_idx[torch.randperm(train_idx.numel(), generator=generator).to(train_idx.device)]
         for targets in order.split(batch_size):
             block = sample_block(adj, targets, fanouts, generator)
             optimizer.zero_grad()
-            out = model(data.x[block.nodes], block.edge_index)[: block.num_targets]
+            out = model(features(data.x, block.nodes), block.edge_index)[: block.num_targets]
             loss_val = _cross_entropy_step(model, optimizer, out, data.y[targets], prox)
     return loss_val
 

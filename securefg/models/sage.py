@@ -12,6 +12,11 @@ model's state is the same as ``GraphSAGE``'s; the output agrees to float roundin
 Only inputs that gain from it take the sparse path (:data:`SPARSE_FEATURES_FROM` entries or
 more, at most :data:`SPARSE_DENSITY` non-zero, not requiring grad); every other input runs PyG's
 own layer, bit for bit.
+
+Sampled mini-batches (GraphSage's training in the FedSage paper) read a few thousand rows per
+step: :meth:`GraphSage.batch_features` hands the first layer those rows of the cached sparse view
+as a CSR tensor, which it projects as a weighted bag of weight columns (one ``embedding_bag``: about
+60 non-zeros per Coauthor-CS row) instead of two dense (rows x 6,805) products per step.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import weakref
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.nn import SAGEConv
 from torch_geometric.nn.models import GraphSAGE
@@ -76,11 +82,33 @@ def _project(view: SparseView, weight: Tensor) -> Tensor:
     return _SparseProjection.apply(view[0], view[1], weight)
 
 
+def csr_rows(x: Tensor, rows: Tensor) -> Tensor:
+    """The ``rows`` of a CSR matrix ``x``, in that order, as a CSR matrix (no dense copy)."""
+    crow, col, values = x.crow_indices(), x.col_indices(), x.values()
+    start = crow[rows]
+    counts = crow[rows + 1] - start
+    offsets = torch.zeros(rows.numel() + 1, dtype=crow.dtype, device=crow.device)
+    offsets[1:] = torch.cumsum(counts, 0)
+    segment = torch.repeat_interleave(torch.arange(rows.numel(), device=crow.device), counts)
+    picked = start[segment] + torch.arange(int(offsets[-1]), device=crow.device) - offsets[segment]
+    return torch.sparse_csr_tensor(offsets, col[picked], values[picked], size=(rows.numel(), x.size(1)),
+                                   check_invariants=False)
+
+
+def _project_rows(rows: Tensor, weights: Tensor) -> Tensor:
+    """``rows @ weights.T`` for CSR ``rows``: each row a bag of weight columns weighted by its values."""
+    # a contiguous (in x out) table: each bag then reads whole rows (strided reads made it 9x slower)
+    return F.embedding_bag(rows.col_indices(), weights.t().contiguous(), rows.crow_indices(), mode="sum",
+                           per_sample_weights=rows.values(), include_last_offset=True)
+
+
 class SparseInputSAGEConv(SAGEConv):
     """PyG's ``SAGEConv`` (mean or sum aggregation, root weight, no projection or normalisation)
     that projects a sparse-enough input before aggregating it (see the module docstring)."""
 
     def forward(self, x: Any, edge_index: Any, size: Any = None) -> Tensor:  # type: ignore[override]
+        if isinstance(x, Tensor) and x.layout == torch.sparse_csr:
+            return self._forward_rows(x, edge_index, size)
         xs = sparse_view(x) if isinstance(x, Tensor) and self._linear_before_activation() else None
         if xs is None:
             return super().forward(x, edge_index, size)
@@ -89,6 +117,18 @@ class SparseInputSAGEConv(SAGEConv):
         if self.lin_l.bias is not None:
             out = out + self.lin_l.bias
         return out + _project(xs, self.lin_r.weight)
+
+    def _forward_rows(self, rows: Tensor, edge_index: Any, size: Any) -> Tensor:
+        """The layer on CSR feature rows (:meth:`GraphSage.batch_features`): project, then aggregate."""
+        if not self._linear_before_activation():
+            raise TypeError("SparseInputSAGEConv: CSR feature rows need a layer that is linear before its activation "
+                            "(mean or sum aggregation, root weight, no projection or normalisation)")
+        width = self.lin_l.weight.size(0)
+        h, root = _project_rows(rows, torch.cat([self.lin_l.weight, self.lin_r.weight])).split(width, dim=1)
+        out = self.propagate(edge_index, x=(h, h), size=size)
+        if self.lin_l.bias is not None:
+            out = out + self.lin_l.bias
+        return out + root
 
     def _linear_before_activation(self) -> bool:
         return (not self.project and not self.normalize and self.root_weight
@@ -103,5 +143,12 @@ class GraphSage(GraphSAGE):
             return SparseInputSAGEConv(in_channels, out_channels, **kwargs)
         return super().init_conv(in_channels, out_channels, **kwargs)
 
+    def batch_features(self, x: Tensor, nodes: Tensor) -> Tensor:
+        """The rows ``nodes`` of ``x`` as this model reads a mini-batch fastest: CSR rows of the cached
+        sparse view where the first layer takes the sparse path, else ``x[nodes]``."""
+        first = self.convs[0]
+        view = sparse_view(x) if isinstance(first, SparseInputSAGEConv) and first._linear_before_activation() else None
+        return x[nodes] if view is None else csr_rows(view[0], nodes)
 
-__all__ = ["SPARSE_DENSITY", "SPARSE_FEATURES_FROM", "GraphSage", "SparseInputSAGEConv", "SparseView", "sparse_view"]
+
+__all__ = ["SPARSE_DENSITY", "SPARSE_FEATURES_FROM", "GraphSage", "SparseInputSAGEConv", "SparseView", "csr_rows", "sparse_view"]

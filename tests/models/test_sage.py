@@ -77,3 +77,39 @@ def test_neighgen_s_encoder_reads_sparse_features_with_the_same_embeddings(monke
     monkeypatch.setattr(sage, "SPARSE_FEATURES_FROM", 1)
     assert isinstance(gen.enc1, sage.SparseInputSAGEConv) and sage.sparse_view(g.x) is not None
     assert torch.allclose(gen.embed(g.x, g.edge_index), dense, atol=1e-5)
+
+
+def test_csr_rows_picks_the_rows_in_order_with_repeats_and_empty_rows() -> None:
+    x = torch.tensor([[0.0, 1.0, 0.0], [0.0, 0.0, 0.0], [2.0, 0.0, 3.0]])
+    rows = torch.tensor([2, 1, 0, 2])
+    picked = sage.csr_rows(x.to_sparse_csr(), rows)
+    assert picked.layout == torch.sparse_csr and picked.shape == (4, 3)
+    assert torch.equal(picked.to_dense(), x[rows])
+
+
+def test_a_sampled_batch_reads_sparse_rows_with_pyg_outputs_and_gradients(monkeypatch: pytest.MonkeyPatch) -> None:
+    from securefg.methods.neighbour_sampling import InNeighbours, sample_block
+
+    monkeypatch.setattr(sage, "SPARSE_FEATURES_FROM", 1)
+    g = _sparse_graph()
+    block = sample_block(InNeighbours.of(g.edge_index, g.num_nodes), torch.arange(0, 200, 7), (3, 3),
+                         torch.Generator().manual_seed(0))
+    ref, new = _pair(g.num_node_features)
+    rows = new.batch_features(g.x, block.nodes)
+    assert rows.layout == torch.sparse_csr and torch.equal(rows.to_dense(), g.x[block.nodes])
+    out_ref, out_new = ref(g.x[block.nodes], block.edge_index), new(rows, block.edge_index)
+    assert torch.allclose(out_ref, out_new, atol=1e-5)
+    out_ref.square().sum().backward()
+    out_new.square().sum().backward()
+    for (name, a), b in zip(ref.named_parameters(), new.parameters(), strict=True):
+        assert torch.allclose(a.grad, b.grad, rtol=1e-4, atol=1e-5), name
+
+
+def test_dense_features_give_a_sampled_batch_its_plain_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    g = _sparse_graph()
+    _, new = _pair(g.num_node_features)
+    nodes = torch.tensor([3, 1, 4])
+    assert torch.equal(new.batch_features(g.x, nodes), g.x[nodes])  # below SPARSE_FEATURES_FROM
+    monkeypatch.setattr(sage, "SPARSE_FEATURES_FROM", 1)
+    x = torch.randn(50, 40)  # dense: PyG's own layer
+    assert torch.equal(new.batch_features(x, nodes), x[nodes])
