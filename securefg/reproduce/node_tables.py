@@ -328,7 +328,7 @@ FEDSAGE = PaperTable(
               "Coauthor-CS, 30 rounds of 2 full-batch epochs (lr 0.01, weight decay 5e-4, from a validation study). "
               "LocSage and GlobSage are `local` and `centralized` with "
               "`--option backbone=sage` (100 epochs; on Cora the same mini-batches as FedSage, presets/local.toml "
-              "and centralized.toml, on Coauthor-CS full batch); LocSage is each owner's model on the global test set "
+              "and centralized.toml, and GlobSage too on Coauthor-CS; LocSage there full batch); LocSage is each owner's model on the global test set "
               "(`--option score_on=global_graph`), averaged over owners. Score: accuracy on the global test set at the best validation "
               "round; the paper's fractions are shown as %. FedSage+'s protected column runs fedsage_dp (its default "
               "without the norm-bounded update sum, which the paper's FedSage+ does not have)."),
