@@ -26,6 +26,15 @@ def _pair(features: int) -> tuple[GraphSAGE, sage.GraphSage]:
     return ref, sage.GraphSage(features, 16, 2, 3, dropout=0.0)
 
 
+def _assert_same_outputs_and_gradients(ref: GraphSAGE, new: sage.GraphSage, out_ref: torch.Tensor,
+                                       out_new: torch.Tensor) -> None:
+    assert torch.allclose(out_ref, out_new, atol=1e-5)
+    out_ref.square().sum().backward()
+    out_new.square().sum().backward()
+    for (name, a), b in zip(ref.named_parameters(), new.parameters(), strict=True):
+        assert torch.allclose(a.grad, b.grad, rtol=1e-4, atol=1e-5), name
+
+
 @pytest.mark.parametrize("adjacency", ["edge_index", "adj_t"])
 def test_the_sparse_path_gives_pyg_outputs_and_gradients(monkeypatch: pytest.MonkeyPatch, adjacency: str) -> None:
     monkeypatch.setattr(sage, "SPARSE_FEATURES_FROM", 1)  # any size takes the sparse path
@@ -35,12 +44,7 @@ def test_the_sparse_path_gives_pyg_outputs_and_gradients(monkeypatch: pytest.Mon
     assert list(ref.state_dict()) == list(new.state_dict())  # the same parameters, by the same names
     assert isinstance(new.convs[0], sage.SparseInputSAGEConv) and type(new.convs[1]) is not sage.SparseInputSAGEConv
     assert sage.sparse_view(g.x) is not None
-    out_ref, out_new = ref(g.x, edges), new(g.x, edges)
-    assert torch.allclose(out_ref, out_new, atol=1e-5)
-    out_ref.square().sum().backward()
-    out_new.square().sum().backward()
-    for (name, a), b in zip(ref.named_parameters(), new.parameters(), strict=True):
-        assert torch.allclose(a.grad, b.grad, rtol=1e-4, atol=1e-5), name
+    _assert_same_outputs_and_gradients(ref, new, ref(g.x, edges), new(g.x, edges))
 
 
 def test_small_dense_or_trainable_inputs_run_pyg_s_own_layer(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -97,12 +101,7 @@ def test_a_sampled_batch_reads_sparse_rows_with_pyg_outputs_and_gradients(monkey
     ref, new = _pair(g.num_node_features)
     rows = new.batch_features(g.x, block.nodes)
     assert rows.layout == torch.sparse_csr and torch.equal(rows.to_dense(), g.x[block.nodes])
-    out_ref, out_new = ref(g.x[block.nodes], block.edge_index), new(rows, block.edge_index)
-    assert torch.allclose(out_ref, out_new, atol=1e-5)
-    out_ref.square().sum().backward()
-    out_new.square().sum().backward()
-    for (name, a), b in zip(ref.named_parameters(), new.parameters(), strict=True):
-        assert torch.allclose(a.grad, b.grad, rtol=1e-4, atol=1e-5), name
+    _assert_same_outputs_and_gradients(ref, new, ref(g.x[block.nodes], block.edge_index), new(rows, block.edge_index))
 
 
 def test_dense_features_give_a_sampled_batch_its_plain_rows(monkeypatch: pytest.MonkeyPatch) -> None:
