@@ -43,10 +43,12 @@ def length_prefixed(*fields: bytes) -> bytes:
     return b"".join(struct.pack("<I", len(f)) + f for f in fields)
 
 
-def split_length_prefixed(data: bytes, count: int) -> tuple[list[bytes], int]:
-    """Inverse of :func:`length_prefixed` for the first ``count`` fields; returns (fields, end)."""
+def split_length_prefixed(data: bytes, count: int, start: int = 0) -> tuple[list[bytes], int]:
+    """Inverse of :func:`length_prefixed` for the first ``count`` fields from ``start``; returns
+    (fields, end), ``end`` an index into ``data``. Reading from ``start`` rather than a slice
+    ``data[start:]`` avoids copying a large payload behind a small header."""
     out: list[bytes] = []
-    pos = 0
+    pos = start
     for _ in range(count):
         if pos + 4 > len(data):
             raise CodecError("envelope header truncated")
@@ -90,7 +92,7 @@ class WireHeader:
     def decode(cls, data: bytes) -> tuple[WireHeader, int]:
         if data[:4] != WIRE_MAGIC:
             raise CodecError("not a securefg wire envelope (bad magic)")
-        fields, end = split_length_prefixed(data[4:], 9)
+        fields, end = split_length_prefixed(data, 9, start=4)
         try:
             (version,) = struct.unpack("<B", fields[0])
             if version != WIRE_VERSION:
@@ -110,7 +112,7 @@ class WireHeader:
             )
         except (struct.error, UnicodeDecodeError, ValueError) as exc:
             raise CodecError(f"malformed envelope header: {exc}") from exc
-        return header, 4 + end
+        return header, end
 
 
 class ChannelIdentity:
@@ -213,7 +215,8 @@ class ChannelEndpoint:
                 f"stage {header.stage!r})")
         nonce = struct.pack("<4xQ", header.seq)
         try:
-            body = self._aead(header.sender, self.pid).decrypt(nonce, wire[end:], wire[:end])
+            # a view, not a copy, of the ciphertext (5x faster on a 1.8 MB body; docs/performance.md)
+            body = self._aead(header.sender, self.pid).decrypt(nonce, memoryview(wire)[end:], wire[:end])
         except InvalidTag as exc:
             self._excuse(header.sender, header.seq)
             raise AuthenticationError(f"{name} failed authentication") from exc

@@ -3,7 +3,7 @@ from dataclasses import replace
 import pytest
 
 from securefg.errors import AuthenticationError, CodecError, ReplayError
-from securefg.federation.channel import WireHeader
+from securefg.federation.channel import WireHeader, length_prefixed, split_length_prefixed
 from securefg.federation.envelope import Envelope
 from securefg.federation.transport import InProcessTransport
 
@@ -175,3 +175,11 @@ def test_a_gap_that_no_rejected_wire_explains_is_still_out_of_order(net):
         net.receive("server")
     with pytest.raises(ReplayError, match="out of order"):
         net.receive("server")
+
+
+def test_fields_read_from_an_offset_end_at_an_index_into_the_whole_buffer() -> None:
+    data = b"HEAD" + length_prefixed(b"ab", b"") + b"payload"
+    fields, end = split_length_prefixed(data, 2, start=4)
+    assert fields == [b"ab", b""] and data[end:] == b"payload"
+    with pytest.raises(CodecError, match="truncated"):
+        split_length_prefixed(data[:9], 2, start=4)

@@ -156,7 +156,7 @@ class SealingKey:
                 raise AuthenticationError("the sender's sealing key is invalid (a low-order point)") from exc
         key, nonce, aad = _keys(ikm, eph_pub, self.public_bytes, context, sender_pub=sender_public, psk=psk)
         try:
-            return ChaCha20Poly1305(key).decrypt(nonce, bytes(box[PUBLIC_KEY_BYTES:]), aad)
+            return ChaCha20Poly1305(key).decrypt(nonce, memoryview(box)[PUBLIC_KEY_BYTES:], aad)  # no copy
         except InvalidTag as exc:
             who = " or not sealed by its sender," if sender_public is not None or psk is not None else ""
             raise AuthenticationError(

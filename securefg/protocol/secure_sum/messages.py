@@ -38,8 +38,8 @@ def _parse_table(data: bytes, width: int, what: str) -> list[list[bytes]]:
     (count,) = struct.unpack("<I", head)
     if count > MAX_ROWS:
         raise CodecError(f"{what}: {count} rows exceed the limit of {MAX_ROWS}")
-    rows, used = split_length_prefixed(data[end:], count)
-    if end + used != len(data):
+    rows, used = split_length_prefixed(data, count, start=end)
+    if used != len(data):
         raise CodecError(f"{what}: trailing bytes after the last row")
     return [_unpack(r, width, what) for r in rows]
 
