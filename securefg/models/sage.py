@@ -107,24 +107,17 @@ class SparseInputSAGEConv(SAGEConv):
     that projects a sparse-enough input before aggregating it (see the module docstring)."""
 
     def forward(self, x: Any, edge_index: Any, size: Any = None) -> Tensor:  # type: ignore[override]
-        if isinstance(x, Tensor) and x.layout == torch.sparse_csr:
-            return self._forward_rows(x, edge_index, size)
-        xs = sparse_view(x) if isinstance(x, Tensor) and self._linear_before_activation() else None
-        if xs is None:
-            return super().forward(x, edge_index, size)
-        h = _project(xs, self.lin_l.weight)
-        out = self.propagate(edge_index, x=(h, h), size=size)
-        if self.lin_l.bias is not None:
-            out = out + self.lin_l.bias
-        return out + _project(xs, self.lin_r.weight)
-
-    def _forward_rows(self, rows: Tensor, edge_index: Any, size: Any) -> Tensor:
-        """The layer on CSR feature rows (:meth:`GraphSage.batch_features`): project, then aggregate."""
-        if not self._linear_before_activation():
-            raise TypeError("SparseInputSAGEConv: CSR feature rows need a layer that is linear before its activation "
-                            "(mean or sum aggregation, root weight, no projection or normalisation)")
-        width = self.lin_l.weight.size(0)
-        h, root = _project_rows(rows, torch.cat([self.lin_l.weight, self.lin_r.weight])).split(width, dim=1)
+        if isinstance(x, Tensor) and x.layout == torch.sparse_csr:  # a mini-batch's rows (GraphSage.batch_features)
+            if not self._linear_before_activation():
+                raise TypeError("SparseInputSAGEConv: CSR feature rows need a layer that is linear before its "
+                                "activation (mean or sum aggregation, root weight, no projection or normalisation)")
+            width = self.lin_l.weight.size(0)
+            h, root = _project_rows(x, torch.cat([self.lin_l.weight, self.lin_r.weight])).split(width, dim=1)
+        else:
+            xs = sparse_view(x) if isinstance(x, Tensor) and self._linear_before_activation() else None
+            if xs is None:
+                return super().forward(x, edge_index, size)
+            h, root = _project(xs, self.lin_l.weight), _project(xs, self.lin_r.weight)
         out = self.propagate(edge_index, x=(h, h), size=size)
         if self.lin_l.bias is not None:
             out = out + self.lin_l.bias

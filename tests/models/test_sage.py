@@ -112,3 +112,10 @@ def test_dense_features_give_a_sampled_batch_its_plain_rows(monkeypatch: pytest.
     monkeypatch.setattr(sage, "SPARSE_FEATURES_FROM", 1)
     x = torch.randn(50, 40)  # dense: PyG's own layer
     assert torch.equal(new.batch_features(x, nodes), x[nodes])
+
+
+def test_csr_rows_into_a_layer_that_cannot_project_first_are_refused() -> None:
+    conv = sage.SparseInputSAGEConv(3, 4, aggr="max")  # max does not commute with the weights
+    rows = torch.tensor([[0.0, 1.0, 0.0]]).to_sparse_csr()
+    with pytest.raises(TypeError, match="linear before its activation"):
+        conv(rows, torch.empty((2, 0), dtype=torch.long))
