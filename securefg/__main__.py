@@ -2,6 +2,6 @@
 
 import sys
 
-from securefg.cli import main
+from securefg.cli import console_main
 
-sys.exit(main())
+sys.exit(console_main())

@@ -71,5 +71,15 @@ def report_error(exc: Exception, *, debug: bool = False) -> int:
     return EXIT_ERROR
 
 
+def console_main() -> int:
+    """The ``securefg`` command and ``python -m securefg``: :func:`main` in a process whose
+    allocator keeps freed large buffers (:mod:`securefg.allocator`; tests call :func:`main`
+    and leave their process's allocator alone)."""
+    from securefg.allocator import keep_large_buffers
+
+    keep_large_buffers()
+    return main()
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(console_main())
