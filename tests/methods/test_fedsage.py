@@ -15,7 +15,7 @@ from securefg.federation.federation import Federation
 from securefg.federation.runner import RoundRunner
 from securefg.methods.base import MethodConfig, method_class
 from securefg.methods.fedsage import TAG_FEATURE_GRAD, TAG_GENERATED
-from securefg.methods.fedsage.client import greedy_loss, mend, peer_gradient
+from securefg.methods.fedsage.client import greedy_loss, mend, nearest_rows, peer_gradient
 from securefg.methods.fedsage.impair import impair
 from securefg.methods.tasks import NodeTask
 from securefg.methods.training import TrainConfig
@@ -106,6 +106,23 @@ def test_peer_gradient_is_the_autograd_gradient_of_the_nearest_neighbour_loss() 
     grad, value = peer_gradient(gen.detach(), own)
     assert torch.allclose(grad, gen.grad, atol=1e-6)
     assert value == pytest.approx(float(loss), rel=1e-5)
+
+
+def test_a_large_sparse_peer_matches_through_its_csr_view_as_cdist_does(monkeypatch) -> None:
+    from securefg.models import sage
+
+    monkeypatch.setattr(sage, "SPARSE_FEATURES_FROM", 0)  # this small table takes the sparse path
+    g = torch.Generator().manual_seed(0)
+    own = (torch.rand(40, 300, generator=g) < 0.03).float() * torch.rand(40, 300, generator=g)
+    gen = own[torch.randint(0, 40, (25,), generator=g)] + 0.05 * torch.randn(25, 300, generator=g)
+    assert sage.sparse_view(own) is not None
+    want = torch.cdist(gen, own).argmin(1)
+    assert torch.equal(nearest_rows(gen, own), want)
+    assert torch.equal(nearest_rows(torch.cat([gen] * 50), own), torch.cat([want] * 50))  # several chunks
+    assert nearest_rows(gen[:0], own).shape == (0,)
+    grad, value = peer_gradient(gen, own)
+    assert torch.allclose(grad, 2.0 * (gen - own[want]) / 300)
+    assert value == pytest.approx(float((gen - own[want]).pow(2).sum() / 300), rel=1e-5)
 
 
 def test_mended_graph_has_the_predicted_number_of_generated_leaves_per_node() -> None:
