@@ -48,6 +48,9 @@ def test_the_command_tunes_its_process_and_main_does_not(monkeypatch):
 
     calls: list[int] = []
     monkeypatch.setattr(securefg.allocator, "keep_large_buffers", lambda: calls.append(1) or True)
+    with pytest.raises(SystemExit):  # the real main, as tests call it: parses, never tunes
+        securefg.cli.main(["--help"])
+    assert calls == []
     monkeypatch.setattr(securefg.cli, "main", lambda argv=None: 0)
     assert securefg.cli.console_main() == 0
     assert calls == [1]
