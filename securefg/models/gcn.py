@@ -2,7 +2,8 @@
 
 Matches FED-PUB's reference model without masks (Baek et al., ICML 2023): ``conv1: d->h``,
 ReLU, dropout, ``conv2: h->h``, ReLU, dropout, ``clsif: h->C``. GCNConv is PyG's
-(symmetric normalisation with self-loops).
+(symmetric normalisation with self-loops), normalising each graph once
+(:mod:`securefg.models.gcn_conv`).
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch_geometric.nn import GCNConv
+
+from securefg.models.gcn_conv import GCNConv
 
 
 class GCN(nn.Module):

@@ -17,7 +17,8 @@ import math
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch_geometric.nn import GCNConv
+
+from securefg.models.gcn_conv import GCNConv
 
 #: Suffix of every mask parameter's state-dict name; everything else is shared with the server.
 MASK_SUFFIX = "mask"
