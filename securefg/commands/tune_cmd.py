@@ -34,6 +34,10 @@ def register(sub: Any) -> None:
                    help="start no trial after S seconds (default: none)")
     p.add_argument("--params", default=None,
                    help="comma-separated subset of the search space to tune, e.g. lr,weight_decay (default: all)")
+    p.add_argument("--range", action="append", default=[], metavar="NAME=LOW:HIGH[:STEP]", dest="ranges",
+                   help="search NAME over LOW..HIGH (every STEP) instead of its documented range, repeatable, "
+                        "e.g. local_epochs=15:45:15 when an earlier study's best sat at the top; the study "
+                        "records the range it searched")
     p.add_argument("--protocol", default="plaintext", help="stack of every trial (default: plaintext)")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="a fixed method option for every trial, repeatable")
@@ -55,11 +59,12 @@ def run(args: argparse.Namespace) -> int:
     from securefg.commands.run_cmd import parse_options
     from securefg.presets.loader import canonical_dataset, presets_dir
     from securefg.run_config import RunConfig, dataset_kind, resolved_partition
-    from securefg.tuning.spaces import space_for
+    from securefg.tuning.spaces import space_for, with_ranges
 
     if dataset_kind(args.dataset) != "node":
         raise ConfigError("securefg tune searches node-classification methods; --dataset must be a node dataset")
-    space = space_for(args.method, [s for s in args.params.split(",") if s] if args.params else None)
+    space = with_ranges(space_for(args.method, [s for s in args.params.split(",") if s] if args.params else None),
+                        args.ranges)
     if args.trials < 1 or not args.seeds:
         raise ConfigError("--trials must be >= 1 and --seeds name at least one seed")
     dataset = canonical_dataset(args.dataset)
@@ -151,7 +156,7 @@ def command_line(args: argparse.Namespace) -> str:
     for key, value in sorted(vars(args).items()):
         if key in ("func", "command", "debug") or value in (None, False, []):
             continue
-        flag = "--" + key.replace("_", "-")
+        flag = "--range" if key == "ranges" else "--" + key.replace("_", "-")
         if value is True:
             parts.append(flag)
         elif isinstance(value, list):
