@@ -43,10 +43,17 @@ def test_lookup_uses_the_default_partition_the_catalog_spelling_and_the_alias() 
 
 def test_fedsheafhn_computers_comes_from_its_validation_study_not_the_test_picked_values() -> None:
     p = preset_for("fedsheafhn", "Computers", "metis")
-    assert p.source == "study:studies/fedsheafhn_Computers_metis.json"
+    # local epochs from the second study (searched past the first one's edge), the rest from the first
+    assert p.source == "study:studies/fedsheafhn_Computers_metis_epochs.json"
+    assert "not searched, kept from study:studies/fedsheafhn_Computers_metis.json" in p.reference
+    epochs = json.loads((SHIPPED / "studies" / "fedsheafhn_Computers_metis_epochs.json").read_text())
+    assert [s["name"] for s in epochs["search_space"]] == ["local_epochs"]
+    assert epochs["chosen"]["local_epochs"] == p.local_epochs
     study = json.loads((SHIPPED / "studies" / "fedsheafhn_Computers_metis.json").read_text())
     best = max((t for t in study["trials"] if t["state"] == "COMPLETE"), key=lambda t: t["value"])
-    assert (best["params"]["lr"], best["params"]["local_epochs"]) == (p.lr, p.local_epochs)
+    assert best["params"]["local_epochs"] == epochs["baseline"]["local_epochs"]  # the second study started there
+    assert (best["params"]["lr"], best["params"]["weight_decay"], best["params"]["options.hn_lr"]) == (
+        p.lr, p.weight_decay, p.options["hn_lr"])
     assert (p.weight_decay, p.options["generated_wd"], p.options["hn_lr"]) != (1e-4, 1e-4, 0.003)  # the test-picked ones
     overlap = preset_for("fedsheafhn", "Computers", "metis_overlap")  # no study yet: the code's values
     assert (overlap.lr, overlap.weight_decay, overlap.local_epochs) == (0.02, 5e-4, 5)
