@@ -13,20 +13,20 @@ one. The output is bit-identical to PyG's layer: the same ``gcn_norm`` runs, onl
 
 from __future__ import annotations
 
-import weakref
-
 import torch
 from torch import Tensor
 from torch_geometric.nn import GCNConv as _PyGGCNConv
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
+
+from securefg.models.tensor_cache import TensorCache, derived
 
 #: ``(improved, add_self_loops, flow, dtype, num_nodes)``: what ``gcn_norm``'s output depends on
 #: besides the graph itself.
 _NormKey = tuple[bool, bool, str, torch.dtype, int]
 _Normalised = tuple[Tensor, "Tensor | None"]
 
-#: ``id(graph) -> (graph._version, {norm key: normalised graph})``; an entry leaves with its graph.
-_NORMALISED: dict[int, tuple[int, dict[_NormKey, _Normalised]]] = {}
+#: The normalised graphs, per graph tensor (:func:`securefg.models.tensor_cache.derived`).
+_NORMALISED: TensorCache = {}
 
 
 def normalised_graph(conv: _PyGGCNConv, edge_index: Tensor, num_nodes: int, dtype: torch.dtype) -> _Normalised:
@@ -36,22 +36,14 @@ def normalised_graph(conv: _PyGGCNConv, edge_index: Tensor, num_nodes: int, dtyp
     torch sparse adjacency (returns the normalised sparse matrix and ``None``). Under
     ``torch.inference_mode`` nothing is cached: an inference tensor cannot take part in a later
     backward pass."""
-    key = (bool(conv.improved), bool(conv.add_self_loops), str(conv.flow), dtype, int(num_nodes))
+    def make() -> _Normalised:
+        with torch.no_grad():  # the adjacency is a constant of the layer, never a leaf of the graph
+            return gcn_norm(edge_index, None, num_nodes, conv.improved, conv.add_self_loops, conv.flow, dtype)
+
     if torch.is_inference_mode_enabled():
-        return gcn_norm(edge_index, None, num_nodes, conv.improved, conv.add_self_loops, conv.flow, dtype)
-    graph_id = id(edge_index)
-    entry = _NORMALISED.get(graph_id)
-    if entry is not None and entry[0] == edge_index._version and key in entry[1]:
-        return entry[1][key]
-    with torch.no_grad():  # the adjacency is a constant of the layer, never a leaf of the graph
-        normalised = gcn_norm(edge_index, None, num_nodes, conv.improved, conv.add_self_loops, conv.flow, dtype)
-    if entry is None:
-        weakref.finalize(edge_index, _NORMALISED.pop, graph_id, None)
-    if entry is None or entry[0] != edge_index._version:
-        entry = (edge_index._version, {})
-        _NORMALISED[graph_id] = entry
-    entry[1][key] = normalised
-    return normalised
+        return make()
+    key: _NormKey = (bool(conv.improved), bool(conv.add_self_loops), str(conv.flow), dtype, int(num_nodes))
+    return derived(_NORMALISED, edge_index, key, make)
 
 
 class GCNConv(_PyGGCNConv):

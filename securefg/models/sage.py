@@ -21,7 +21,6 @@ as a CSR tensor, which it projects as a weighted bag of weight columns (one ``em
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 import torch
@@ -29,6 +28,8 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.nn import SAGEConv
 from torch_geometric.nn.models import GraphSAGE
+
+from securefg.models.tensor_cache import TensorCache, derived
 
 #: Feature matrices with fewer entries keep PyG's dense layer (Cora's 3.9 M entries and PubMed's
 #: 9.9 M do). Coauthor-CS (125 M; an owner's share at M = 10, about 12.5 M) and Physics take the
@@ -41,8 +42,8 @@ SPARSE_DENSITY = 0.1
 SparseView = tuple[Tensor, Tensor]
 """``(x, x transposed)``, both CSR: the forward product reads the first, the weight gradient the second."""
 
-#: ``id(x) -> (x._version, its sparse view or None when dense)``; an entry leaves with its tensor.
-_SPARSE_VIEWS: dict[int, tuple[int, SparseView | None]] = {}
+#: Each feature tensor's sparse view, or None when dense (:func:`securefg.models.tensor_cache.derived`).
+_SPARSE_VIEWS: TensorCache = {}
 
 
 def sparse_view(x: Tensor) -> SparseView | None:
@@ -51,16 +52,12 @@ def sparse_view(x: Tensor) -> SparseView | None:
     Made once per feature tensor (and again if it is modified in place)."""
     if x.dim() != 2 or x.numel() < SPARSE_FEATURES_FROM or x.requires_grad or x.is_sparse:
         return None
-    key = id(x)
-    cached = _SPARSE_VIEWS.get(key)
-    if cached is not None and cached[0] == x._version:
-        return cached[1]
-    dense = int(torch.count_nonzero(x)) > SPARSE_DENSITY * x.numel()
-    view = None if dense else (x.to_sparse_csr(), x.t().contiguous().to_sparse_csr())
-    if cached is None:
-        weakref.finalize(x, _SPARSE_VIEWS.pop, key, None)
-    _SPARSE_VIEWS[key] = (x._version, view)
-    return view
+
+    def make() -> SparseView | None:
+        dense = int(torch.count_nonzero(x)) > SPARSE_DENSITY * x.numel()
+        return None if dense else (x.to_sparse_csr(), x.t().contiguous().to_sparse_csr())
+
+    return derived(_SPARSE_VIEWS, x, None, make)
 
 
 class _SparseProjection(torch.autograd.Function):
