@@ -34,7 +34,7 @@ def register(sub: Any) -> None:
                    help="start no trial after S seconds (default: none)")
     p.add_argument("--params", default=None,
                    help="comma-separated subset of the search space to tune, e.g. lr,weight_decay (default: all)")
-    p.add_argument("--range", action="append", default=[], metavar="NAME=LOW:HIGH[:STEP]", dest="ranges",
+    p.add_argument("--range", action="append", default=[], metavar="NAME=LOW:HIGH[:STEP]",
                    help="search NAME over LOW..HIGH (every STEP) instead of its documented range, repeatable, "
                         "e.g. local_epochs=15:45:15 when an earlier study's best sat at the top; the study "
                         "records the range it searched")
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     if dataset_kind(args.dataset) != "node":
         raise ConfigError("securefg tune searches node-classification methods; --dataset must be a node dataset")
     space = with_ranges(space_for(args.method, [s for s in args.params.split(",") if s] if args.params else None),
-                        args.ranges)
+                        args.range)
     if args.trials < 1 or not args.seeds:
         raise ConfigError("--trials must be >= 1 and --seeds name at least one seed")
     dataset = canonical_dataset(args.dataset)
@@ -156,7 +156,7 @@ def command_line(args: argparse.Namespace) -> str:
     for key, value in sorted(vars(args).items()):
         if key in ("func", "command", "debug") or value in (None, False, []):
             continue
-        flag = "--range" if key == "ranges" else "--" + key.replace("_", "-")
+        flag = "--" + key.replace("_", "-")
         if value is True:
             parts.append(flag)
         elif isinstance(value, list):
