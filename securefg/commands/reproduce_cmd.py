@@ -163,9 +163,12 @@ def run_logged(args: argparse.Namespace, cells: list[Any], out: str, ledger: Any
 
 def print_dry_run(cells: list[Any], out: str, ledger: Any, ledger_path: Path | None, overrides: Any = None) -> None:
     """One line per cell: finished here, recorded in the ledger (not rerun), to run, or to run
-    again (stale, as the run itself would judge it)."""
+    again (stale, as the run itself would judge it); then the counts and the runs left, each
+    setting, row and stack timed by its own finished runs (:mod:`securefg.reproduce.runs_left`)."""
     from securefg.reproduce.cell_runner import finished_result, preset_change
+    from securefg.reproduce.runs_left import FINISHED, RECORDED, STALE, TO_RUN, state_of, summary_lines
 
+    states = []
     for cell in cells:
         here = (cell.folder(out) / "result.json").is_file()
         done = finished_result(cell, out, ledger)
@@ -174,6 +177,10 @@ def print_dry_run(cells: list[Any], out: str, ledger: Any, ledger_path: Path | N
                  f"finished ({cell.folder(out)})" if here else
                  f"recorded in {ledger_path}, not rerun" if done else f"to run ({cell.folder(out)})")
         print(f"{cell}: {state}")
+        kind = STALE if stale is not None else FINISHED if here else RECORDED if done else TO_RUN
+        states.append(state_of(cell, kind, done))
+    for line in summary_lines(states, ledger_path):
+        print(line)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -44,7 +44,9 @@ def test_quick_runs_its_cells_on_a_fresh_clone_and_writes_beside_them(clone: Pat
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["reproduce", "cefgc", "--quick", "--dry-run"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 8 and all(": to run (runs/reproduce_cefgc_quick/" in x for x in lines)
+    assert all(": to run (runs/reproduce_cefgc_quick/" in x for x in lines[:8])
+    assert lines[8] == "8 cells: 0 finished here, 8 to run"  # --quick reads no ledger
+    assert lines[-1] == "8 runs of cells that never finished anywhere not timed"
     assert main(["reproduce", "cefgc", "--quick"]) == 0
     out = capsys.readouterr().out
     assert "8 cells: 8 ran here, 0 were finished already under runs/reproduce_cefgc_quick, 0 failed" in out
@@ -59,7 +61,8 @@ def test_the_full_comparison_says_which_cells_are_only_recorded(clone: Path, cap
             "centralized", "--seeds", "0", "--no-report"]
     assert main([*args, "--dry-run"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 8 and all("recorded in docs/results/cefgc_cells.json, not rerun" in x for x in lines)
+    assert all("recorded in docs/results/cefgc_cells.json, not rerun" in x for x in lines[:8])
+    assert lines[8:] == ["8 cells: 0 finished here, 8 recorded in docs/results/cefgc_cells.json, 0 to run"]
     assert main(args) == 0
     out = capsys.readouterr().out
     assert ("8 cells: 0 ran here, 0 were finished already under runs/reproduce_cefgc, 8 are recorded in "
