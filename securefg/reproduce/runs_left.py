@@ -106,8 +106,8 @@ def summary_lines(states: list[CellState], ledger_path: object) -> list[str]:
         else:
             known += est
             lo, hi = min(g.recorded_seconds), max(g.recorded_seconds)
-            lines.append(f"  {g.name}: seeds {seeds}; about {_hours(est)} "
-                         f"({len(g.recorded_seconds)} finished: {lo:.0f}-{hi:.0f} s each)")
+            took = f"{lo:.0f} s" if len(g.recorded_seconds) == 1 else f"{lo:.0f}-{hi:.0f} s each"
+            lines.append(f"  {g.name}: seeds {seeds}; about {_hours(est)} ({len(g.recorded_seconds)} finished: {took})")
     total = f"about {_hours(known)} for the {_count(left - unknown, 'run')} timed this way" if left > unknown else ""
     rest = f"{_count(unknown, 'run')} of cells that never finished anywhere not timed" if unknown else ""
     lines.append("; ".join(x for x in (total, rest) if x))

@@ -43,7 +43,7 @@ def test_summary_counts_every_state_and_never_guesses_a_cell_that_never_ran() ->
     lines = summary_lines(states, "docs/results/fedpub_cells.json")
     assert lines[0] == ("5 cells: 1 finished here, 1 recorded in docs/results/fedpub_cells.json, 3 to run "
                         "(1 of them again: the preset changed)")
-    assert lines[2] == "  Cora 10 / FED-PUB [plaintext]: seeds 43 44; about 1.0 h (1 finished: 1800-1800 s each)"
+    assert lines[2] == "  Cora 10 / FED-PUB [plaintext]: seeds 43 44; about 1.0 h (1 finished: 1800 s)"
     assert lines[3] == "  Cora 10 / FED-PUB [protected]: seeds 42; no finished run of it to time"
     assert lines[4] == "about 1.0 h for the 2 runs timed this way; 1 run of cells that never finished anywhere not timed"
 
