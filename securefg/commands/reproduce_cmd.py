@@ -173,11 +173,11 @@ def print_dry_run(cells: list[Any], out: str, ledger: Any, ledger_path: Path | N
         here = (cell.folder(out) / "result.json").is_file()
         done = finished_result(cell, out, ledger)
         stale = None if done is None else preset_change(cell, done, overrides)
-        state = (f"to run again: {stale} ({cell.folder(out)})" if stale is not None else
-                 f"finished ({cell.folder(out)})" if here else
-                 f"recorded in {ledger_path}, not rerun" if done else f"to run ({cell.folder(out)})")
-        print(f"{cell}: {state}")
         kind = STALE if stale is not None else FINISHED if here else RECORDED if done else TO_RUN
+        print(f"{cell}: " + {STALE: f"to run again: {stale} ({cell.folder(out)})",
+                             FINISHED: f"finished ({cell.folder(out)})",
+                             RECORDED: f"recorded in {ledger_path}, not rerun",
+                             TO_RUN: f"to run ({cell.folder(out)})"}[kind])
         states.append(state_of(cell, kind, done))
     for line in summary_lines(states, ledger_path):
         print(line)

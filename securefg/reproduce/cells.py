@@ -125,9 +125,14 @@ class Cell:
         """Where this cell writes its ``result.json``."""
         return Path(root) / self.setting.folder_name / self.method.key / f"seed{self.seed}"
 
-    def __str__(self) -> str:
+    @property
+    def column_name(self) -> str:
+        """``Setting / row [stack]``: what every seed of this cell shares."""
         stack = f" [{self.method.stack}]" if self.method.stack else ""
-        return f"{self.setting.name} / {self.method.label}{stack} / seed {self.seed}"
+        return f"{self.setting.name} / {self.method.label}{stack}"
+
+    def __str__(self) -> str:
+        return f"{self.column_name} / seed {self.seed}"
 
 
 @dataclass(frozen=True)

@@ -55,16 +55,12 @@ def state_of(cell: Cell, state: str, result: dict[str, Any] | None) -> CellState
     return CellState(cell, state, wall)
 
 
-def _group_name(cell: Cell) -> str:
-    stack = f" [{cell.method.stack}]" if cell.method.stack else ""
-    return f"{cell.setting.name} / {cell.method.label}{stack}"
-
-
 def groups_left(states: Iterable[CellState]) -> list[GroupLeft]:
     """The groups (setting, row, stack) with runs left, in table order."""
     groups: dict[str, GroupLeft] = {}
     for s in states:
-        g = groups.setdefault(_group_name(s.cell), GroupLeft(_group_name(s.cell)))
+        name = s.cell.column_name
+        g = groups.setdefault(name, GroupLeft(name))
         if s.state in (TO_RUN, STALE):
             g.seeds.append(s.cell.seed)
         elif s.wall_seconds is not None:

@@ -144,7 +144,8 @@ def test_cli_dry_run_lists_the_quick_cells(tmp_path: Path, capsys: pytest.Captur
     assert lines[2].startswith("MUTAG / FedAvg / seed 0: finished")
     assert all(": to run" in x for i, x in enumerate(lines[:8]) if i != 2)
     assert lines[8] == "8 cells: 1 finished here, 7 to run"  # --quick reads no ledger
-    assert "  MUTAG / FedAvg: seeds 0" not in lines  # finished: nothing left of it
+    assert not any(x.startswith("  MUTAG / FedAvg:") for x in lines)  # finished: nothing left of it
+    assert "  PROTEINS / FedAvg: seeds 0; no finished run of it to time" in lines
     assert lines[-1] == "7 runs of cells that never finished anywhere not timed"
     assert main(["reproduce", "cefgc", "--datasets", "CORA", "--dry-run"]) == 2
 
