@@ -156,6 +156,9 @@ def test_small_end_to_end_run_learns_and_uses_only_its_tags(plain) -> None:
     for pid in fed.client_ids:  # each owner trains on its mended graph
         st = fed.parties[pid].state
         assert st["data"].num_nodes == st["original_data"].num_nodes + int(st["generated_counts"].sum())
+        x, gen = st["data"].x, st["data"].generated_mask  # the reported norms are those of its rows
+        assert rep["generated_feature_norm"][pid] == pytest.approx(float(x[gen].norm(dim=1).mean()), rel=1e-5)
+        assert rep["real_feature_norm"][pid] == pytest.approx(float(x[~gen].norm(dim=1).mean()), rel=1e-5)
 
 
 def test_protected_stack_equals_plaintext(plain, secure) -> None:

@@ -343,7 +343,8 @@ class FedSagePlus(FedSage):
                          "local_loss_end": float(st["gen_local_loss"]),
                          "local": [float(x) for x in st.get("gen_local_losses", [])],
                          "cross": [float(x) for x in st.get("gen_cross_loss", [])],
-                         "dp_releases": int(st.get("gen_dp_releases", 0)), "dp_rows": int(st.get("gen_dp_rows", 0))}
+                         "dp_releases": int(st.get("gen_dp_releases", 0)), "dp_rows": int(st.get("gen_dp_rows", 0)),
+                         **_feature_norms(st["data"])}
         return out
 
     def combine_measures(self, server: Mapping[str, Any], per_client: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
@@ -445,10 +446,26 @@ def _gen_report(gen: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
         "generated_neighbours": {pid: int(g["generated"]) for pid, g in gen.items()},
         "hidden_nodes": {pid: int(g["hidden"]) for pid, g in gen.items()},
         "local_loss_end": {pid: float(g["local_loss_end"]) for pid, g in gen.items()},
+        "generated_feature_norm": {pid: g["generated_norm"] for pid, g in gen.items() if "generated_norm" in g},
+        "real_feature_norm": {pid: g["real_norm"] for pid, g in gen.items() if "real_norm" in g},
         "federated_steps": steps,
         "federated_loss_first": history[0] if history else {},
         "federated_loss_last": history[-1] if history else {},
     }
+
+
+def _feature_norms(mended: Any) -> dict[str, float]:
+    """Mean L2 norm of the mended graph's generated rows and of its real rows: how far what
+    mending adds sits from the owner's own features (a generator whose federated steps were
+    driven by noise or by peers can drift from them; the GCN aggregates both alike)."""
+    mask = getattr(mended, "generated_mask", None)
+    if mask is None:
+        return {}
+    norms = mended.x.detach().float().norm(dim=1)
+    out = {"real_norm": float(norms[~mask].mean()) if bool((~mask).any()) else float("nan")}
+    if bool(mask.any()):
+        out["generated_norm"] = float(norms[mask].mean())
+    return out
 
 
 def _finite(v: Any) -> bool:
