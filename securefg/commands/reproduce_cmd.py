@@ -68,7 +68,8 @@ def register(sub: Any) -> None:
             description=f"Run every cell of {table.title.split(':')[0]}'s table in targets.md (setting x row x stack x "
                         "seed), then write the results page and plots. A cell finished under --out, or recorded in "
                         "the ledger, is not rerun. Several of these side by side on a few cores: give each "
-                        "OMP_NUM_THREADS=1 (a GCN step ran 3.5x faster that way beside two other jobs; docs/performance.md).")
+                        "OMP_NUM_THREADS=1 (a GCN step ran 3.5x faster that way beside two other jobs; docs/performance.md); "
+                        "a cell another of them is running now is skipped, not run twice.")
         q = table.quick
         t.add_argument("--quick", action="store_true",
                        help=f"{len(q.settings)} setting(s) ({', '.join(q.settings)}), rows {', '.join(q.rows)}, seed(s) "
@@ -149,11 +150,14 @@ def run_logged(args: argparse.Namespace, cells: list[Any], out: str, ledger: Any
         ledger.add_command(command_line(args))
     outcomes = run_cells(cells, out_root=out, device=args.device, data_root=args.data_root, ledger=ledger,
                          **run_kwargs)
-    counts = {k: sum(o.status == k for o in outcomes) for k in ("ran", "done", "recorded", "failed")}
+    counts = {k: sum(o.status == k for o in outcomes) for k in ("ran", "done", "recorded", "busy", "failed")}
     parts = [f"{counts['ran']} ran here", f"{counts['done']} were finished already under {out}"]
     if counts["recorded"]:
         parts.append(f"{counts['recorded']} are recorded in {ledger_path} from an earlier run and were not rerun "
                      "(--ledger none runs them here)")
+    if counts["busy"]:
+        parts.append(f"{counts['busy']} were running in another process and were skipped (rerun this command "
+                     "once it ends)")
     print(f"{len(cells)} cells: {', '.join(parts)}, {counts['failed']} failed")
     for o in outcomes:
         if o.status == "failed":
@@ -165,6 +169,7 @@ def print_dry_run(cells: list[Any], out: str, ledger: Any, ledger_path: Path | N
     """One line per cell: finished here, recorded in the ledger (not rerun), to run, or to run
     again (stale, as the run itself would judge it); then the counts and the runs left, each
     setting, row and stack timed by its own finished runs (:mod:`securefg.reproduce.runs_left`)."""
+    from securefg.reproduce.cell_claim import holder
     from securefg.reproduce.cell_runner import finished_result, preset_change
     from securefg.reproduce.runs_left import FINISHED, RECORDED, STALE, TO_RUN, state_of, summary_lines
 
@@ -174,10 +179,12 @@ def print_dry_run(cells: list[Any], out: str, ledger: Any, ledger_path: Path | N
         done = finished_result(cell, out, ledger)
         stale = None if done is None else preset_change(cell, done, overrides)
         kind = STALE if stale is not None else FINISHED if here else RECORDED if done else TO_RUN
+        busy = holder(cell.folder(out)) if kind in (STALE, TO_RUN) else None
         print(f"{cell}: " + {STALE: f"to run again: {stale} ({cell.folder(out)})",
                              FINISHED: f"finished ({cell.folder(out)})",
                              RECORDED: f"recorded in {ledger_path}, not rerun",
-                             TO_RUN: f"to run ({cell.folder(out)})"}[kind])
+                             TO_RUN: f"to run ({cell.folder(out)})"}[kind]
+              + (f"; running now in {busy}" if busy is not None else ""))
         states.append(state_of(cell, kind, done))
     for line in summary_lines(states, ledger_path):
         print(line)

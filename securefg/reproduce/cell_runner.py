@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from securefg.errors import InvalidInputError
+from securefg.reproduce.cell_claim import Holder, claimed
 from securefg.reproduce.cell_ledger import CellLedger, compact_record
 from securefg.reproduce.cells import Cell, RunOverrides, run_config
 from securefg.result_summary import load_result
@@ -33,7 +34,8 @@ RunFn = Callable[[RunConfig], dict[str, Any]]
 class CellOutcome:
     """What happened to one cell: ``"ran"`` (here, now), ``"done"`` (its run folder under the output
     root already held a result), ``"recorded"`` (only the ledger had it: it ran elsewhere, earlier,
-    and was not rerun) or ``"failed"``."""
+    and was not rerun), ``"busy"`` (another process on this machine is running it now: skipped, see
+    :mod:`securefg.reproduce.cell_claim`) or ``"failed"``."""
 
     cell: Cell
     status: str
@@ -202,27 +204,42 @@ def run_cells(
                 progress.finished(i, cell, "finished earlier (kept)" if here else f"recorded in {where}, not rerun",
                                   found)
                 continue
-            progress.starting(i, cell)
-            cfg = run_config(cell, out_root=out_root, device=device, data_root=data_root, generator_cache=generator_cache,
-                             overrides=overrides)
-            t0 = time.perf_counter()
-            result: dict[str, Any] | None = None
-            try:
-                result = run_fn(cfg)
-            except Exception as exc:  # noqa: BLE001 - one broken cell must not lose the rest of the sweep
-                outcome = CellOutcome(cell, "failed", None, time.perf_counter() - t0, f"{type(exc).__name__}: {exc}")
-                progress.failed(i, cell, outcome.error, traceback.format_exc())
-            else:
-                clean = {k: v for k, v in result.items() if not k.startswith("_")}
-                outcome = CellOutcome(cell, "ran", clean, time.perf_counter() - t0)
-                if ledger is not None:
-                    ledger.record(cell.setting.name, clean, source=f"securefg reproduce on {clean.get('device', device)}",
-                                  column=cell.method.key)
-                progress.finished(i, cell, f"ran in {outcome.seconds:.0f} s", clean)
-            outcomes.append(outcome)
-            result = None  # the federation of a finished run holds every party's state
-            gc.collect()
+            with claimed(cell.folder(out_root)) as other:
+                if other is not None:  # another invocation is running this very cell now
+                    outcomes.append(CellOutcome(cell, "busy", error=f"running in {other}"))
+                    progress.busy(i, cell, other)
+                    continue
+                if (cell.folder(out_root) / "result.json").is_file():  # it finished while we looked
+                    found = finished_result(cell, out_root, ledger)
+                    if found is not None and preset_change(cell, found, overrides) is None:
+                        outcomes.append(CellOutcome(cell, "done", found))
+                        progress.finished(i, cell, "finished by another process meanwhile (kept)", found)
+                        continue
+                outcomes.append(_run_one(i, cell, progress, run_fn, ledger, device,
+                                         run_config(cell, out_root=out_root, device=device, data_root=data_root,
+                                                    generator_cache=generator_cache, overrides=overrides)))
+            gc.collect()  # the federation of a finished run held every party's state
     return outcomes
+
+
+def _run_one(i: int, cell: Cell, progress: CellProgress, run_fn: RunFn, ledger: CellLedger | None, device: str,
+             cfg: RunConfig) -> CellOutcome:
+    """Run one claimed cell; record it in the ledger when it finishes; a failure is an outcome."""
+    progress.starting(i, cell)
+    t0 = time.perf_counter()
+    try:
+        result = run_fn(cfg)
+    except Exception as exc:  # noqa: BLE001 - one broken cell must not lose the rest of the sweep
+        outcome = CellOutcome(cell, "failed", None, time.perf_counter() - t0, f"{type(exc).__name__}: {exc}")
+        progress.failed(i, cell, outcome.error, traceback.format_exc())
+        return outcome
+    clean = {k: v for k, v in result.items() if not k.startswith("_")}
+    outcome = CellOutcome(cell, "ran", clean, time.perf_counter() - t0)
+    if ledger is not None:
+        ledger.record(cell.setting.name, clean, source=f"securefg reproduce on {clean.get('device', device)}",
+                      column=cell.method.key)
+    progress.finished(i, cell, f"ran in {outcome.seconds:.0f} s", clean)
+    return outcome
 
 
 class CellProgress:
@@ -278,6 +295,12 @@ class CellProgress:
 
     def stale(self, i: int, cell: Cell, why: str) -> None:
         self._line(f"[{i + 1}/{self.total}] {cell}: finished earlier but {why}: running it again")
+
+    def busy(self, i: int, cell: Cell, other: Holder) -> None:
+        self._line(f"[{i + 1}/{self.total}] {cell}: running in {other} now, skipped (rerun this command once it "
+                   "ends to pick its result up)")
+        if self._bar is not None:
+            self._bar.advance(self._task)
 
     def failed(self, i: int, cell: Cell, error: str, trace: str) -> None:
         self._line(f"[{i + 1}/{self.total}] {cell}: FAILED {error}")
