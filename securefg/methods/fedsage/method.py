@@ -462,10 +462,8 @@ def _feature_norms(mended: Any) -> dict[str, float]:
     if mask is None:
         return {}
     norms = mended.x.detach().float().norm(dim=1)
-    out = {"real_norm": float(norms[~mask].mean()) if bool((~mask).any()) else float("nan")}
-    if bool(mask.any()):
-        out["generated_norm"] = float(norms[mask].mean())
-    return out
+    return {key: float(norms[rows].mean()) for key, rows in (("real_norm", ~mask), ("generated_norm", mask))
+            if bool(rows.any())}
 
 
 def _finite(v: Any) -> bool:
