@@ -19,11 +19,11 @@ from typing import Any
 from securefg.device import resolve_device, seed_everything
 from securefg.errors import ConfigError
 from securefg.federation.federation import Federation
-from securefg.federation.runner import RoundRunner, config_fingerprint
+from securefg.federation.runner import RoundRunner
 from securefg.methods.base import Method, MethodConfig, method_class
 from securefg.methods.training import TrainConfig
 from securefg.protocol.stack import ProtocolStack
-from securefg.run_config import RunConfig
+from securefg.run_config import RunConfig, run_fingerprint
 
 #: The run option (``--option patience=N``) that stops training after N rounds without a better
 #: server-side validation score; each method has its own default (``Method.default_patience``).
@@ -108,13 +108,14 @@ def run_experiment(cfg: RunConfig, *, on_round: Callable[[int, dict[str, Any]], 
     fed = Federation(method.num_clients, stack, seed=cfg.seed, extra_parties=getattr(method, "extra_parties", ()),
                      keep_payloads=cfg.keep_payloads)
     out_dir = Path(cfg.out) if cfg.out else None
-    fingerprint = config_fingerprint({k: v for k, v in asdict(cfg).items() if k not in ("resume", "progress", "out", "device")})
+    fingerprint = run_fingerprint(cfg)
     runner = RoundRunner(method, fed, rounds=cfg.rounds, out_dir=out_dir, checkpoint_every=cfg.checkpoint_every,
                          resume=cfg.resume, fingerprint=fingerprint, progress=cfg.progress,
                          patience=method.config.patience, on_round=on_round)
     outcome = runner.run()
     result = build_result(cfg, stack, fed, outcome.summary, outcome.history, data_info,
-                          wall=time.perf_counter() - t_start, train_seconds=outcome.train_seconds,
+                          wall=time.perf_counter() - t_start + outcome.earlier_seconds,
+                          train_seconds=outcome.train_seconds + outcome.earlier_seconds,
                           extra=getattr(method, "report", dict)())
     result["patience"] = method.config.patience
     result["rounds_run"] = len(outcome.history)
@@ -123,6 +124,7 @@ def run_experiment(cfg: RunConfig, *, on_round: Callable[[int, dict[str, Any]], 
     result["device"] = str(device)
     if outcome.resumed_from is not None:
         result["resumed_from_round"] = outcome.resumed_from
+        result["earlier_seconds"] = outcome.earlier_seconds  # counted in wall_seconds and train_seconds
     if out_dir is not None:
         write_result(out_dir, result)
     result["_federation"] = fed  # for in-process callers (audits); not serialised

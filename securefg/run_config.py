@@ -82,6 +82,21 @@ class RunConfig:
                 raise ConfigError(f"{name} must be finite and >= 0, got {rate!r}")
 
 
+#: RunConfig fields that do not change what a run computes: a checkpoint resumes across them.
+NOT_FINGERPRINTED = ("resume", "progress", "out", "device", "data_root", "checkpoint_every")
+
+
+def run_fingerprint(cfg: RunConfig) -> str:
+    """The hash a checkpoint of ``cfg``'s run carries, so only a run of the same configuration
+    resumes it. Where the run writes and reads its data, on which device it runs, and how often it
+    checkpoints do not count (a cell interrupted on one machine resumes on another)."""
+    from dataclasses import asdict
+
+    from securefg.federation.runner import config_fingerprint
+
+    return config_fingerprint({k: v for k, v in asdict(cfg).items() if k not in NOT_FINGERPRINTED})
+
+
 def default_partition(dataset: str) -> str:
     """The partition a run uses when ``--partition`` is not given: ``metis`` for node datasets,
     ``single`` for graph datasets (:mod:`securefg.experiment_data` applies the same rule)."""
@@ -138,5 +153,6 @@ def is_synthetic(name: str) -> bool:
     return name.lower() in SYNTHETIC_NODE | SYNTHETIC_GRAPH
 
 
-__all__ = ["GRAPH_PARTITIONS", "NODE_PARTITIONS", "PRESETS", "SYNTHETIC_GRAPH", "SYNTHETIC_NODE", "RunConfig",
-           "dataset_kind", "dataset_names", "default_partition", "is_synthetic", "resolved_partition"]
+__all__ = ["GRAPH_PARTITIONS", "NODE_PARTITIONS", "NOT_FINGERPRINTED", "PRESETS", "SYNTHETIC_GRAPH", "SYNTHETIC_NODE",
+           "RunConfig", "dataset_kind", "dataset_names", "default_partition", "is_synthetic", "resolved_partition",
+           "run_fingerprint"]

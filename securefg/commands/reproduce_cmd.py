@@ -24,6 +24,8 @@ DEFAULT_OUT = "runs/reproduce_cefgc"
 DEFAULT_PAGE = "docs/results/cefgc.md"
 QUICK_OUT = "runs/reproduce_cefgc_quick"
 QUICK_PAGE_NAME = "cefgc_quick.md"
+#: Rounds between a node-table cell's checkpoints: hours-long cells outlive a working session.
+DEFAULT_CHECKPOINT_EVERY = 10
 
 
 def register(sub: Any) -> None:
@@ -86,6 +88,11 @@ def register(sub: Any) -> None:
         t.add_argument("--stacks", nargs="+", default=None, choices=("plaintext", "protected"),
                        help="plaintext and/or protected (the method's default stack) (default: both)")
         t.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N (default: auto)")
+        t.add_argument("--checkpoint-every", type=int, default=DEFAULT_CHECKPOINT_EVERY, metavar="N",
+                       help="a running cell checkpoints into its folder every N rounds, and an interrupted one "
+                            "resumes from there when this command runs again (a finished cell deletes its "
+                            f"checkpoint); 0 = none, an interrupted cell starts over (default: "
+                            f"{DEFAULT_CHECKPOINT_EVERY})")
         t.add_argument("--out", default=None, help=f"output root, one folder per cell (default: runs/reproduce_{key})")
         t.add_argument("--data-root", default=None, help="dataset root (default: $SECUREFG_DATA, else the user cache)")
         t.add_argument("--page", default=None, help=f"results page; PNGs go beside it (default: docs/results/{key}.md)")
@@ -130,7 +137,9 @@ def command_line(args: argparse.Namespace) -> str:
                                  ("--generator-cache", getattr(args, "generator_cache", None), None),
                                  ("--page", args.page, None),
                                  ("--ledger", args.ledger, None),
-                                 ("--targets", args.targets, None)):
+                                 ("--targets", args.targets, None),
+                                 ("--checkpoint-every", getattr(args, "checkpoint_every", DEFAULT_CHECKPOINT_EVERY),
+                                  DEFAULT_CHECKPOINT_EVERY)):
         if value != default:
             parts += [flag, str(value)]
     return " ".join(shlex.quote(p) for p in parts)
@@ -219,12 +228,15 @@ def run(args: argparse.Namespace) -> int:
 
 def run_table(args: argparse.Namespace) -> int:
     """``securefg reproduce fedpub|fedsheafhn|fedstruct|fedsage``."""
+    from securefg.errors import ConfigError
     from securefg.reproduce.cell_ledger import CellLedger
     from securefg.reproduce.gap_notes import gap_notes_path, load_gap_notes
     from securefg.reproduce.node_tables import TABLES, plan
     from securefg.reproduce.table_page import write_page
 
     table = TABLES[args.table]
+    if args.checkpoint_every < 0:
+        raise ConfigError(f"--checkpoint-every must be >= 0 (0 = no checkpoints), got {args.checkpoint_every}")
     paper, source = table.paper(args.targets)  # read first: a bad targets file fails before hours of runs
     out, page, ledger_path = resolve_paths(args)
     gaps = load_gap_notes(gap_notes_path(page), paper)  # so is a bad notes file
@@ -238,7 +250,8 @@ def run_table(args: argparse.Namespace) -> int:
         print_dry_run(cells, out, ledger, ledger_path, overrides)
         return 0
     if not args.report_only:
-        counts = run_logged(args, cells, out, ledger, ledger_path, overrides=overrides)
+        counts = run_logged(args, cells, out, ledger, ledger_path, overrides=overrides,
+                            checkpoint_every=args.checkpoint_every)
         if args.no_report:
             return 1 if counts["failed"] else 0
     else:

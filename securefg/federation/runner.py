@@ -48,6 +48,8 @@ class RunOutcome:
     summary: dict[str, Any]
     train_seconds: float
     resumed_from: int | None = None
+    #: Seconds the earlier processes of a resumed run spent up to the checkpoint it resumed (0 otherwise).
+    earlier_seconds: float = 0.0
     server_view: list[dict[str, float]] = field(default_factory=list)
     stopped_early: dict[str, Any] | None = None
 
@@ -115,6 +117,7 @@ class RoundRunner:
         self._rngs = session.rngs
         self.program_parties = session.parties  # runtimes (who dropped where), for tests and audits
         start_round, history, server_view, resumed = 0, [], [], None
+        self._t0, self._earlier = time.perf_counter(), 0.0
         if self.resume:
             start_round, history, server_view = self._load()
             resumed = start_round
@@ -131,8 +134,8 @@ class RoundRunner:
 
             server.on_round = on_round
             outcome = server.run(start=start_round, server_view=server_view)
-        return RunOutcome(history, method.summarize(history), outcome.train_seconds, resumed, outcome.server_view,
-                          outcome.stopped_early)
+        return RunOutcome(history, method.summarize(history), outcome.train_seconds, resumed, self._earlier,
+                          outcome.server_view, outcome.stopped_early)
 
     # ---------------------------------------------------------------- checkpoints
     def _save(self, next_round: int, history: list[dict[str, Any]], server_view: list[dict[str, float]]) -> None:
@@ -141,6 +144,8 @@ class RoundRunner:
         state = {
             "fingerprint": self.fingerprint,
             "next_round": next_round,
+            # so a resumed run's time counts every process that ran its rounds
+            "elapsed_seconds": self._earlier + time.perf_counter() - self._t0,
             "history": json.dumps(history, default=float),
             "server_view": json.dumps(server_view),
             "parties": self.method.checkpoint(self.fed),
@@ -166,6 +171,7 @@ class RoundRunner:
                 f"({state.get('fingerprint')} != {self.fingerprint}); use another --out or drop --resume"
             )
         self.method.restore(self.fed, state["parties"])
+        self._earlier = float(state.get("elapsed_seconds", 0.0))
         self.method.generator.set_state(state["generator"])
         torch.set_rng_state(state["torch_rng"])
         for pid, g in self._rngs.items():

@@ -172,6 +172,9 @@ class Method:
 
     #: Whether the method can run with its parties in separate processes (a one-owner baseline cannot).
     distributable: ClassVar[bool] = True
+    #: Whether a run can continue from its checkpoint (``--resume``); a method whose state cannot
+    #: outlive its session says ``False``, and ``securefg reproduce`` then writes its cells no checkpoint.
+    resumable: ClassVar[bool] = True
 
     def check_stack(self, stack: ProtocolStack) -> None:
         """Refuse, before anything trains, a stack this method cannot use (default: any goes)."""

@@ -28,7 +28,7 @@ KEPT_METRICS = ("test_auc", "final_test_auc", "test_acc", "final_test_acc", "bes
                 "majority_baseline_test_acc")
 #: Top-level result keys a record keeps (the stack, bytes and rounds feed the node tables' cost columns).
 KEPT_KEYS = ("method", "seed", "device", "wall_seconds", "protocol", "bytes_total", "wire_bytes_total", "rounds",
-             "rounds_run", "data_seed")
+             "rounds_run", "data_seed", "resumed_from_round")
 
 
 #: The training values a record keeps from its run's config: without them a record could not show

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from securefg.errors import InvalidInputError
+from securefg.errors import CheckpointError, InvalidInputError
+from securefg.reproduce.cell_checkpoint import drop_checkpoint, resume_point, set_aside_checkpoint
 from securefg.reproduce.cell_claim import Holder, claimed
 from securefg.reproduce.cell_ledger import CellLedger, compact_record
 from securefg.reproduce.cells import Cell, RunOverrides, run_config
@@ -166,6 +167,7 @@ def run_cells(
     show_progress: bool = True,
     ledger: CellLedger | None = None,
     overrides: RunOverrides | None = None,
+    checkpoint_every: int = 0,
 ) -> list[CellOutcome]:
     """Run every unfinished cell, one after the other, and report each as it ends.
 
@@ -181,6 +183,9 @@ def run_cells(
         show_progress (bool): A rich bar on a terminal, plain lines otherwise. (default: ``True``)
         ledger (CellLedger, optional): Where finished cells are recorded; its cells count as finished.
         overrides (RunOverrides, optional): ``--quick``'s changes to every cell (fewer rounds).
+        checkpoint_every (int): A running cell checkpoints into its folder every this many rounds,
+            and an interrupted one resumes from there (:mod:`securefg.reproduce.cell_checkpoint`);
+            0 = no checkpoints, an interrupted cell starts over. (default: ``0``)
 
     Returns:
         One :class:`CellOutcome` per cell, in order.
@@ -217,22 +222,32 @@ def run_cells(
                         continue
                 outcomes.append(_run_one(i, cell, progress, run_fn, ledger, device,
                                          run_config(cell, out_root=out_root, device=device, data_root=data_root,
-                                                    generator_cache=generator_cache, overrides=overrides)))
+                                                    generator_cache=generator_cache, overrides=overrides,
+                                                    checkpoint_every=checkpoint_every)))
             gc.collect()  # the federation of a finished run held every party's state
     return outcomes
 
 
 def _run_one(i: int, cell: Cell, progress: CellProgress, run_fn: RunFn, ledger: CellLedger | None, device: str,
              cfg: RunConfig) -> CellOutcome:
-    """Run one claimed cell; record it in the ledger when it finishes; a failure is an outcome."""
-    progress.starting(i, cell)
+    """Run one claimed cell (from its checkpoint, if it left one); record it in the ledger when it
+    finishes; a failure is an outcome."""
+    start = resume_point(cfg)
+    progress.starting(i, cell, start.note)
     t0 = time.perf_counter()
     try:
-        result = run_fn(cfg)
+        try:
+            result = run_fn(start.config)
+        except CheckpointError as exc:  # raised before round one: starting over loses only the setup
+            if not start.config.resume:
+                raise
+            progress.starting(i, cell, set_aside_checkpoint(cfg, f"its checkpoint could not be restored ({exc})"))
+            result = run_fn(cfg)
     except Exception as exc:  # noqa: BLE001 - one broken cell must not lose the rest of the sweep
         outcome = CellOutcome(cell, "failed", None, time.perf_counter() - t0, f"{type(exc).__name__}: {exc}")
         progress.failed(i, cell, outcome.error, traceback.format_exc())
         return outcome
+    drop_checkpoint(cfg)
     clean = {k: v for k, v in result.items() if not k.startswith("_")}
     outcome = CellOutcome(cell, "ran", clean, time.perf_counter() - t0)
     if ledger is not None:
@@ -278,11 +293,13 @@ class CellProgress:
         else:
             print(text, flush=True)
 
-    def starting(self, i: int, cell: Cell) -> None:
+    def starting(self, i: int, cell: Cell, note: str | None = None) -> None:
         if self._bar is not None:
             self._bar.update(self._task, description=str(cell))
+            if note:
+                self._line(f"[{i + 1}/{self.total}] {cell}: {note}")
         else:
-            self._line(f"[{i + 1}/{self.total}] {cell}: running")
+            self._line(f"[{i + 1}/{self.total}] {cell}: running" + (f" ({note})" if note else ""))
 
     def finished(self, i: int, cell: Cell, what: str, result: dict[str, Any]) -> None:
         metrics = result.get("metrics") or {}

@@ -152,12 +152,19 @@ def run_config(
     data_root: str | None = None,
     generator_cache: str | Path | None = None,
     overrides: RunOverrides | None = None,
+    checkpoint_every: int = 0,
 ) -> RunConfig:
-    """The ``securefg run`` configuration of one cell (the stack the column names)."""
+    """The ``securefg run`` configuration of one cell (the stack the column names); with
+    ``checkpoint_every`` its run checkpoints into the cell folder (see
+    :mod:`securefg.reproduce.cell_checkpoint`), unless the method cannot resume a run."""
     options: dict[str, object] = dict(cell.method.options)
     if cell.method.trains_generators and generator_cache is not None:
         options["generator_cache"] = str(generator_cache)
     rounds = cell.method.rounds_in(cell.setting)
+    if checkpoint_every:
+        from securefg.methods.base import method_class
+
+        checkpoint_every = checkpoint_every if method_class(cell.method.name).resumable else 0
     if overrides is not None:
         rounds = min(rounds, overrides.rounds) if overrides.rounds else rounds
         options.update(overrides.options.get(cell.method.name, {}))
@@ -166,7 +173,7 @@ def run_config(
         clients=cell.setting.clients, rounds=rounds, protocol=cell.method.protocol, seed=cell.seed,
         data_seed=cell.setting.data_seed, split=cell.setting.split, data_root=data_root, device=device,
         local_epochs=cell.setting.local_epochs,
-        out=str(cell.folder(out_root)), options=options, progress=False,
+        out=str(cell.folder(out_root)), options=options, progress=False, checkpoint_every=checkpoint_every,
     )
 
 

@@ -247,15 +247,12 @@ class PartyCheckpoints:
     """
 
     def __init__(self, out: Path, pid: str, method: Any, cfg: Any, transport: PartyTransport) -> None:
-        from dataclasses import asdict
-
-        from securefg.federation.runner import config_fingerprint
+        from securefg.run_config import run_fingerprint
 
         self.path = party_file(out, pid, "checkpoint.pt")
         self.transcript_path = party_file(out, pid, "checkpoint.transcript.jsonl")
         self.method, self.transport = method, transport
-        self.fingerprint = config_fingerprint({k: v for k, v in asdict(cfg).items()
-                                               if k not in ("resume", "progress", "out", "device", "data_root")})
+        self.fingerprint = run_fingerprint(cfg)
 
     def save(self, party: Party, rng: Any, next_round: int, **extra: Any) -> None:
         import torch

@@ -142,6 +142,8 @@ class FedSheafHN(Method):
     #: seeds 42-44 (85.14 vs 85.12, docs/fedsheafhn.md); fedsheafhn_secure stays available by name
     default_stack = "fedsheafhn_feedback_dp"
     extra_parties = ("shuffler",)
+    #: the server's rows are keyed by per-session pseudonyms a new session redraws (restore_party)
+    resumable = False
     #: The paper's split (40/30/30), drawn on the global graph before METIS.
     default_node_split = (0.4, 0.3, 0.3)
     TAGS: ClassVar[Mapping[str, ExchangeKind]] = {
