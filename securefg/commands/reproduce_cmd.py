@@ -178,6 +178,7 @@ def print_dry_run(cells: list[Any], out: str, ledger: Any, ledger_path: Path | N
     """One line per cell: finished here, recorded in the ledger (not rerun), to run, or to run
     again (stale, as the run itself would judge it); then the counts and the runs left, each
     setting, row and stack timed by its own finished runs (:mod:`securefg.reproduce.runs_left`)."""
+    from securefg.reproduce.cell_checkpoint import checkpoint_round
     from securefg.reproduce.cell_claim import holder
     from securefg.reproduce.cell_runner import finished_result, preset_change
     from securefg.reproduce.runs_left import FINISHED, RECORDED, STALE, TO_RUN, state_of, summary_lines
@@ -189,10 +190,12 @@ def print_dry_run(cells: list[Any], out: str, ledger: Any, ledger_path: Path | N
         stale = None if done is None else preset_change(cell, done, overrides)
         kind = STALE if stale is not None else FINISHED if here else RECORDED if done else TO_RUN
         busy = holder(cell.folder(out)) if kind in (STALE, TO_RUN) else None
+        resumes = checkpoint_round(cell.folder(out)) if kind == TO_RUN else None
         print(f"{cell}: " + {STALE: f"to run again: {stale} ({cell.folder(out)})",
                              FINISHED: f"finished ({cell.folder(out)})",
                              RECORDED: f"recorded in {ledger_path}, not rerun",
                              TO_RUN: f"to run ({cell.folder(out)})"}[kind]
+              + (f"; resumes from its checkpoint at round {resumes}" if resumes is not None else "")
               + (f"; running now in {busy}" if busy is not None else ""))
         states.append(state_of(cell, kind, done))
     for line in summary_lines(states, ledger_path):

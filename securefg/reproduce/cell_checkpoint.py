@@ -56,6 +56,22 @@ def resume_point(cfg: RunConfig) -> ResumePoint:
     return ResumePoint(replace(cfg, resume=True), f"resuming from its checkpoint at round {next_round}")
 
 
+def checkpoint_round(folder: str | Path) -> int | None:
+    """The round an unfinished cell's checkpoint would resume at (``--dry-run`` shows it), or
+    ``None`` when its folder holds none (or an unreadable one)."""
+    from securefg.federation.runner import CHECKPOINT
+
+    path = Path(folder) / CHECKPOINT
+    if not path.is_file():
+        return None
+    import torch
+
+    try:
+        return int(torch.load(path, weights_only=True, map_location="cpu")["next_round"])
+    except Exception:  # noqa: BLE001 - the run itself will set it aside and say why
+        return None
+
+
 def drop_checkpoint(cfg: RunConfig) -> None:
     """Delete a finished cell's checkpoint (its ``result.json`` now holds what counts)."""
     from securefg.federation.runner import CHECKPOINT
@@ -78,4 +94,4 @@ def _set_aside(path: Path, why: str) -> str:
     return f"{why}: set aside as {aside.name}, starting over"
 
 
-__all__ = ["STALE_SUFFIX", "ResumePoint", "drop_checkpoint", "resume_point", "set_aside_checkpoint"]
+__all__ = ["STALE_SUFFIX", "ResumePoint", "checkpoint_round", "drop_checkpoint", "resume_point", "set_aside_checkpoint"]

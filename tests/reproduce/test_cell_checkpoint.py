@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import torch
 
+from securefg.commands.reproduce_cmd import print_dry_run
 from securefg.experiment import RunConfig, run_experiment
 from securefg.federation.runner import CHECKPOINT
 from securefg.reproduce.cell_checkpoint import resume_point
@@ -46,6 +47,8 @@ def test_an_interrupted_cell_resumes_where_its_checkpoint_left_it(tmp_path: Path
     folder = CELL.folder(tmp_path / "runs")
     assert (folder / CHECKPOINT).is_file() and not (folder / "result.json").exists()
     assert torch.load(folder / CHECKPOINT, weights_only=True)["elapsed_seconds"] > 0
+    print_dry_run([CELL], str(tmp_path / "runs"), ledger, tmp_path / "cells.json")
+    assert "to run (" in (dry := capsys.readouterr().out) and "resumes from its checkpoint at round 2" in dry
 
     again = run_cells([CELL], out_root=tmp_path / "runs", ledger=ledger, checkpoint_every=2)
     assert again[0].status == "ran"
