@@ -253,7 +253,9 @@ def _run_one(i: int, cell: Cell, progress: CellProgress, run_fn: RunFn, ledger: 
     if ledger is not None:
         ledger.record(cell.setting.name, clean, source=f"securefg reproduce on {clean.get('device', device)}",
                       column=cell.method.key)
-    progress.finished(i, cell, f"ran in {outcome.seconds:.0f} s", clean)
+    resumed = clean.get("resumed_from_round")
+    progress.finished(i, cell, f"ran in {outcome.seconds:.0f} s"
+                      + (f" (resumed at round {resumed})" if resumed is not None else ""), clean)
     return outcome
 
 

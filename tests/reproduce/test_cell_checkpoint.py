@@ -52,7 +52,8 @@ def test_an_interrupted_cell_resumes_where_its_checkpoint_left_it(tmp_path: Path
 
     again = run_cells([CELL], out_root=tmp_path / "runs", ledger=ledger, checkpoint_every=2)
     assert again[0].status == "ran"
-    assert "(resuming from its checkpoint at round 2)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "(resuming from its checkpoint)" in out and "(resumed at round 2)" in out
     res = json.loads((folder / "result.json").read_text())
     assert res["resumed_from_round"] == 2 and [h["round"] for h in res["history"]] == [0, 1, 2, 3]
     assert res["wall_seconds"] >= res["earlier_seconds"] > 0  # the first process's rounds are counted
@@ -65,29 +66,33 @@ def test_an_interrupted_cell_resumes_where_its_checkpoint_left_it(tmp_path: Path
     assert straight["metrics"] == res["metrics"]
 
 
-def test_a_checkpoint_of_another_configuration_is_set_aside_not_resumed(tmp_path: Path) -> None:
+def test_a_checkpoint_of_another_configuration_is_set_aside_not_resumed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cfg = run_config(CELL, out_root=tmp_path, checkpoint_every=2)
-    other = replace(cfg, lr=0.5, rounds=2)
-    run_experiment(other)  # leaves a checkpoint at its end
-    start = resume_point(cfg)
-    assert not start.config.resume and "another configuration" in (start.note or "")
+    with pytest.raises(Interrupted):  # a run of the column before its learning rate changed, stopped at round 2
+        interrupted_at(2)(replace(cfg, lr=0.5))
+    outcome = run_cells([CELL], out_root=tmp_path, checkpoint_every=2)[0]
+    assert outcome.status == "ran" and "resumed_from_round" not in outcome.result
+    assert "different configuration" in (out := capsys.readouterr().out) and "set aside as checkpoint.pt.stale" in out
     folder = Path(cfg.out)
     assert not (folder / CHECKPOINT).exists() and (folder / (CHECKPOINT + ".stale")).is_file()
 
 
-def test_an_unreadable_checkpoint_is_set_aside(tmp_path: Path) -> None:
-    cfg = run_config(CELL, out_root=tmp_path, checkpoint_every=2)
-    Path(cfg.out).mkdir(parents=True)
-    (Path(cfg.out) / CHECKPOINT).write_bytes(b"torn")
-    start = resume_point(cfg)
-    assert not start.config.resume and "unreadable" in (start.note or "")
+def test_an_unreadable_checkpoint_is_set_aside(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = CELL.folder(tmp_path)
+    folder.mkdir(parents=True)
+    (folder / CHECKPOINT).write_bytes(b"torn")
+    outcome = run_cells([CELL], out_root=tmp_path, checkpoint_every=2)[0]
+    assert outcome.status == "ran" and "resumed_from_round" not in outcome.result
+    assert "unreadable" in capsys.readouterr().out and (folder / (CHECKPOINT + ".stale")).read_bytes() == b"torn"
 
 
 def test_where_and_how_often_a_run_checkpoints_do_not_stop_it_resuming(tmp_path: Path) -> None:
     cfg = run_config(CELL, out_root=tmp_path, checkpoint_every=2)
-    run_experiment(replace(cfg, rounds=4, data_root=str(tmp_path / "elsewhere"), checkpoint_every=4,
-                           device="cpu"))
-    assert resume_point(cfg).config.resume
+    with pytest.raises(Interrupted):  # checkpointed each round, with its data elsewhere, on the CPU
+        interrupted_at(2)(replace(cfg, data_root=str(tmp_path / "elsewhere"), checkpoint_every=1, device="cpu"))
+    outcome = run_cells([CELL], out_root=tmp_path, checkpoint_every=2, show_progress=False)[0]
+    assert outcome.status == "ran" and outcome.result["resumed_from_round"] == 2
 
 
 def test_without_checkpoints_a_leftover_file_is_ignored(tmp_path: Path) -> None:
